@@ -1,0 +1,570 @@
+//! The breaker: admission, outcomes, and the transitions between them.
+//!
+//! Two steps per call, as in gobreaker: [`Breaker::acquire`] admits or rejects, and
+//! [`Breaker::record`] takes the permit back with the outcome. Every transition starts a
+//! new epoch; a permit from an older epoch is *stale*, and its outcome changes nothing, so
+//! a slow success from before a trip can never close a half-open breaker.
+
+use crate::config::{Config, ConfigError};
+use crate::inflight::InFlight;
+use crate::outcome::{classify, Class, Outcome};
+use crate::permit::{MalformedPermit, Permit, RawPermit};
+use crate::probes::Probes;
+use crate::state::{Reason, RejectReason, Rejection, State, Transition, Transitions};
+use crate::time::{since, Nanos, Watermark, SECOND};
+use crate::timer::Timer;
+use crate::window::{Tally, Window};
+
+/// Longest `retry-after` given to callers turned away while probes are out: probes
+/// usually answer in far less than `probe-timeout`, and a caller that comes back early
+/// is turned away again for a few nanoseconds.
+const PROBING_RETRY_CAP: Nanos = SECOND;
+
+/// The result of [`Breaker::acquire`].
+#[must_use = "an admitted call's permit must be recorded"]
+#[derive(Debug, PartialEq, Eq)]
+pub struct Admission {
+    /// A permit, or why not.
+    pub decision: Result<Permit, Rejection>,
+    /// Transitions this call caused (a cooldown that passed, a hang that tripped).
+    pub transitions: Transitions,
+}
+
+/// The result of [`Breaker::record`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    /// How the outcome was classified.
+    pub class: Class,
+    /// A success slower than `slow-call-duration`.
+    pub slow: bool,
+    /// The permit was from an earlier epoch (or not issued by this breaker), so nothing was
+    /// counted.
+    pub stale: bool,
+    /// Transitions this call caused.
+    pub transitions: Transitions,
+}
+
+/// A point-in-time view for dashboards and exporters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Metrics {
+    /// Effective state at the time asked.
+    pub state: State,
+    /// Effective epoch.
+    pub epoch: u64,
+    /// Calls, faults and slow calls in the window.
+    pub window: Tally,
+    /// Normal calls of this epoch still out.
+    pub in_flight: u32,
+    /// Of those, out for longer than `slow-call-duration`.
+    pub hung: u32,
+    /// Probes out.
+    pub probes_out: u8,
+    /// Calls admitted since creation.
+    pub admitted_total: u64,
+    /// Rejections since creation, indexed like [`RejectReason::ALL`].
+    pub rejected_total: [u64; 4],
+    /// Outcomes counted as successes since creation.
+    pub successes_total: u64,
+    /// Outcomes counted as faults since creation (probe timeouts included).
+    pub faults_total: u64,
+    /// Outcomes that arrived with a stale permit.
+    pub stale_total: u64,
+    /// Transitions since creation.
+    pub transitions_total: u64,
+    /// Time since the last transition (or creation).
+    pub time_in_state: Nanos,
+    /// Remaining cooldown when open, else 0.
+    pub cooldown_remaining: Nanos,
+    /// The most recent transition.
+    pub last_transition: Option<Transition>,
+}
+
+impl Metrics {
+    /// Rejections for one reason.
+    pub fn rejected(&self, reason: RejectReason) -> u64 {
+        self.rejected_total
+            .get(reason.index())
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// The breaker as time alone would have moved it (see [`Breaker::projected`]).
+pub(crate) struct Projection {
+    pub(crate) timer: Timer,
+    pub(crate) last: Option<Transition>,
+    pub(crate) transitions: u64,
+    pub(crate) probe_timeouts: u64,
+}
+
+/// Lifetime counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stats {
+    pub(crate) admitted: u64,
+    pub(crate) rejected: [u64; 4],
+    pub(crate) successes: u64,
+    pub(crate) faults: u64,
+    pub(crate) stale: u64,
+    pub(crate) transitions: u64,
+    pub(crate) last: Option<Transition>,
+}
+
+fn bump(counter: &mut u64) {
+    *counter = counter.saturating_add(1);
+}
+
+/// A circuit breaker. Plain data: no clock, no allocation, no interior mutability; wrap
+/// it in a lock to share it between threads.
+///
+/// ```
+/// use tripgate_core::{Breaker, Config, Outcome, State, SECOND};
+///
+/// let mut breaker = Breaker::new(Config::default(), 0).unwrap();
+/// for i in 0..5 {
+///     let permit = breaker.acquire(i).decision.unwrap();
+///     breaker.record(permit, Outcome::status(503).unwrap(), i);
+/// }
+/// assert_eq!(breaker.state(5), State::Open);
+///
+/// let rejection = breaker.acquire(SECOND).decision.unwrap_err();
+/// assert_eq!(rejection.retry_after, 15 * SECOND - (SECOND - 4));
+/// assert_eq!(breaker.state(4 + 15 * SECOND), State::HalfOpen);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Breaker {
+    pub(crate) config: Config,
+    pub(crate) clock: Watermark,
+    pub(crate) timer: Timer,
+    pub(crate) window: Window,
+    pub(crate) in_flight: InFlight,
+    pub(crate) probes: Probes,
+    pub(crate) stats: Stats,
+}
+
+impl Breaker {
+    /// A closed breaker, or the first rule `config` breaks.
+    pub fn new(config: Config, now: Nanos) -> Result<Self, ConfigError> {
+        config.validate()?;
+        Ok(Self {
+            clock: Watermark::new(now),
+            timer: Timer::new(&config, now),
+            window: Window::new(&config, now),
+            in_flight: InFlight::new(config.slow_call_duration, now),
+            probes: Probes::new(),
+            stats: Stats::default(),
+            config,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Admits a call or turns it away. Never blocks, never allocates.
+    #[inline]
+    pub fn acquire(&mut self, now: Nanos) -> Admission {
+        let now = self.clock.observe(now);
+        let mut transitions = Transitions::default();
+        self.settle(now, &mut transitions);
+        let decision = match self.timer.state {
+            State::Closed => self.admit_closed(now, &mut transitions),
+            State::Disabled => Ok(self.admit_call(now)),
+            State::Open => Err(self.reject(RejectReason::Open, self.timer.remaining(now))),
+            State::HalfOpen => self.admit_probe(now),
+            State::Isolated => Err(self.reject(RejectReason::Isolated, 0)),
+        };
+        if decision.is_ok() {
+            bump(&mut self.stats.admitted);
+        }
+        Admission {
+            decision,
+            transitions,
+        }
+    }
+
+    /// Takes a permit back with its call's outcome.
+    #[inline]
+    pub fn record(&mut self, permit: Permit, outcome: Outcome, now: Nanos) -> Recorded {
+        let now = self.clock.observe(now);
+        let mut transitions = Transitions::default();
+        self.settle(now, &mut transitions);
+        let class = classify(
+            outcome,
+            &self.config.fault_statuses,
+            &self.config.fault_grpc_codes,
+        );
+        let slow = class == Class::Success
+            && self
+                .config
+                .slow_call_duration
+                .is_some_and(|limit| since(now, permit.started) > limit);
+        let current = self.is_current(&permit, now);
+        if !current {
+            bump(&mut self.stats.stale);
+        } else if permit.slot == 0 {
+            self.finish_call(permit.started, class, slow, now, &mut transitions);
+        } else {
+            self.finish_probe(class, slow, now, &mut transitions);
+        }
+        Recorded {
+            class,
+            slow,
+            stale: !current,
+            transitions,
+        }
+    }
+
+    /// [`Self::record`] for a permit in its plain-number form.
+    pub fn record_raw(
+        &mut self,
+        permit: RawPermit,
+        outcome: Outcome,
+        now: Nanos,
+    ) -> Result<Recorded, MalformedPermit> {
+        Ok(self.record(permit.into_permit()?, outcome, now))
+    }
+
+    /// The effective state at `now` (an `open` breaker whose cooldown has passed reads
+    /// `half-open`). Changes nothing.
+    pub fn state(&self, now: Nanos) -> State {
+        self.projected(now).timer.state
+    }
+
+    /// Counters and state as of `now`. Changes nothing.
+    pub fn metrics(&self, now: Nanos) -> Metrics {
+        let now = self.clock.peek(now);
+        let Projection {
+            timer,
+            last,
+            transitions,
+            probe_timeouts,
+        } = self.projected(now);
+        let moved = transitions > 0;
+        Metrics {
+            state: timer.state,
+            epoch: timer.epoch,
+            window: self.window.tally_at(now),
+            in_flight: self.in_flight.count(),
+            hung: self.in_flight.hung_at(now),
+            probes_out: if moved { 0 } else { self.probes.out() },
+            admitted_total: self.stats.admitted,
+            rejected_total: self.stats.rejected,
+            successes_total: self.stats.successes,
+            faults_total: self.stats.faults.saturating_add(probe_timeouts),
+            stale_total: self.stats.stale,
+            transitions_total: self.stats.transitions.saturating_add(transitions),
+            time_in_state: since(now, timer.entered_at),
+            cooldown_remaining: if timer.state == State::Open {
+                timer.remaining(now)
+            } else {
+                0
+            },
+            last_transition: last,
+        }
+    }
+
+    /// Forces the breaker open until [`Self::release`]. No-op when already isolated.
+    pub fn isolate(&mut self, now: Nanos) -> Transitions {
+        self.manual(now, |state| {
+            (state != State::Isolated).then_some((State::Isolated, Reason::Isolated))
+        })
+    }
+
+    /// Closes an isolated or disabled breaker, with an empty window. No-op otherwise.
+    pub fn release(&mut self, now: Nanos) -> Transitions {
+        self.manual(now, |state| {
+            matches!(state, State::Isolated | State::Disabled)
+                .then_some((State::Closed, Reason::Released))
+        })
+    }
+
+    /// Admits everything and never trips, still measuring, until [`Self::release`].
+    pub fn disable(&mut self, now: Nanos) -> Transitions {
+        self.manual(now, |state| {
+            (state != State::Disabled).then_some((State::Disabled, Reason::Disabled))
+        })
+    }
+
+    /// Back to closed from any state, with an empty window and the configured cooldown.
+    /// Always a transition (even closed → closed), so it also retires every permit out.
+    pub fn reset(&mut self, now: Nanos) -> Transitions {
+        self.manual(now, |_| Some((State::Closed, Reason::Reset)))
+    }
+
+    fn manual(
+        &mut self,
+        now: Nanos,
+        decide: impl FnOnce(State) -> Option<(State, Reason)>,
+    ) -> Transitions {
+        let now = self.clock.observe(now);
+        let mut transitions = Transitions::default();
+        self.settle(now, &mut transitions);
+        if let Some((to, reason)) = decide(self.timer.state) {
+            self.enter(to, reason, now, &mut transitions);
+        }
+        transitions
+    }
+
+    /// Applies the transitions time alone has made due.
+    #[inline]
+    fn settle(&mut self, now: Nanos, transitions: &mut Transitions) {
+        // At most two rounds: half-open → open (probe timeout) → half-open (cooldown).
+        for _ in 0..3 {
+            let oldest = self.oldest_probe(now);
+            match self.timer.due(now, oldest, &self.config) {
+                Some((to, reason, at)) => {
+                    if reason == Reason::ProbeTimeout {
+                        bump(&mut self.stats.faults);
+                    }
+                    self.enter(to, reason, at, transitions);
+                }
+                None => return,
+            }
+        }
+    }
+
+    fn oldest_probe(&self, now: Nanos) -> Option<Nanos> {
+        if self.timer.state == State::HalfOpen {
+            self.probes.oldest(now)
+        } else {
+            None
+        }
+    }
+
+    /// Where time alone would have moved the breaker by `now`, without moving it.
+    pub(crate) fn projected(&self, now: Nanos) -> Projection {
+        let now = self.clock.peek(now);
+        let mut projection = Projection {
+            timer: self.timer,
+            last: self.stats.last,
+            transitions: 0,
+            probe_timeouts: 0,
+        };
+        let mut oldest = self.oldest_probe(now);
+        for _ in 0..3 {
+            let timer = &mut projection.timer;
+            let Some((to, reason, at)) = timer.due(now, oldest, &self.config) else {
+                break;
+            };
+            let from = timer.state;
+            timer.enter(to, at, &self.config);
+            projection.last = Some(Transition {
+                from,
+                to,
+                reason,
+                at,
+                epoch: timer.epoch,
+            });
+            oldest = None; // a transition releases every probe
+            bump(&mut projection.transitions);
+            if reason == Reason::ProbeTimeout {
+                bump(&mut projection.probe_timeouts);
+            }
+        }
+        projection
+    }
+
+    fn enter(&mut self, to: State, reason: Reason, at: Nanos, transitions: &mut Transitions) {
+        let from = self.timer.state;
+        self.timer.enter(to, at, &self.config);
+        let transition = Transition {
+            from,
+            to,
+            reason,
+            at,
+            epoch: self.timer.epoch,
+        };
+        bump(&mut self.stats.transitions);
+        self.stats.last = Some(transition);
+        transitions.push(transition);
+        // Permits of the old epoch are stale from here on: they hold nothing.
+        self.in_flight.clear(at);
+        self.probes.clear();
+        if to == State::Closed {
+            self.window.clear(at);
+        }
+    }
+
+    fn reject(&mut self, reason: RejectReason, retry_after: Nanos) -> Rejection {
+        if let Some(count) = self.stats.rejected.get_mut(reason.index()) {
+            bump(count);
+        }
+        Rejection {
+            state: self.timer.state,
+            reason,
+            retry_after,
+        }
+    }
+
+    fn admit_call(&mut self, now: Nanos) -> Permit {
+        self.in_flight.start(now);
+        Permit {
+            epoch: self.timer.epoch,
+            started: now,
+            slot: 0,
+        }
+    }
+
+    #[inline]
+    fn admit_closed(
+        &mut self,
+        now: Nanos,
+        transitions: &mut Transitions,
+    ) -> Result<Permit, Rejection> {
+        if self.config.slow_call_duration.is_some() && self.hang_tripped(now, transitions) {
+            return Err(self.reject(RejectReason::Open, self.timer.remaining(now)));
+        }
+        if self
+            .config
+            .max_in_flight
+            .is_some_and(|cap| self.in_flight.count() >= cap)
+        {
+            return Err(self.reject(RejectReason::Saturated, 0));
+        }
+        Ok(self.admit_call(now))
+    }
+
+    fn admit_probe(&mut self, now: Nanos) -> Result<Permit, Rejection> {
+        match self.probes.admit(self.config.half_open_max_probes, now) {
+            Some(slot) => Ok(Permit {
+                epoch: self.timer.epoch,
+                started: now,
+                slot: slot.saturating_add(1),
+            }),
+            None => {
+                let until_timeout = self.probes.oldest(now).map_or(0, |start| {
+                    self.config.probe_timeout.saturating_sub(since(now, start))
+                });
+                Err(self.reject(RejectReason::Probing, until_timeout.min(PROBING_RETRY_CAP)))
+            }
+        }
+    }
+
+    /// Trips on hung calls; true if it did.
+    fn hang_tripped(&mut self, now: Nanos, transitions: &mut Transitions) -> bool {
+        if self.in_flight.hung(now) >= self.config.failure_threshold {
+            self.enter(State::Open, Reason::HungCalls, now, transitions);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether `permit` was issued by this breaker in its current epoch and is still out.
+    fn is_current(&mut self, permit: &Permit, now: Nanos) -> bool {
+        if permit.epoch != self.timer.epoch
+            || since(now, permit.started) > since(now, self.timer.entered_at)
+        {
+            return false;
+        }
+        match (permit.slot, self.timer.state) {
+            (0, State::Closed | State::Disabled) => true,
+            (0, _) => false,
+            (slot, State::HalfOpen) => self.probes.release(slot.saturating_sub(1), permit.started),
+            _ => false,
+        }
+    }
+
+    fn count_outcome(&mut self, class: Class) {
+        match class {
+            Class::Success => bump(&mut self.stats.successes),
+            Class::Fault => bump(&mut self.stats.faults),
+            Class::Neutral => {}
+        }
+    }
+
+    #[inline]
+    fn finish_call(
+        &mut self,
+        started: Nanos,
+        class: Class,
+        slow: bool,
+        now: Nanos,
+        transitions: &mut Transitions,
+    ) {
+        self.in_flight.finish(started, now);
+        self.count_outcome(class);
+        if class != Class::Neutral {
+            let tally = self.window.record(now, class == Class::Fault, slow);
+            if self.timer.state == State::Closed {
+                if let Some(reason) = self.trip_reason(tally) {
+                    self.enter(State::Open, reason, now, transitions);
+                    return;
+                }
+            }
+        }
+        if self.timer.state == State::Closed && self.config.slow_call_duration.is_some() {
+            self.hang_tripped(now, transitions);
+        }
+    }
+
+    /// The first trip rule the window's tally meets.
+    #[inline]
+    fn trip_reason(&self, tally: Tally) -> Option<Reason> {
+        let config = &self.config;
+        if tally.calls < config.min_calls {
+            return None;
+        }
+        let reached = |count: u32, percent: Option<u8>| {
+            percent.is_some_and(|p| {
+                u64::from(count).saturating_mul(100)
+                    >= u64::from(p).saturating_mul(u64::from(tally.calls))
+            })
+        };
+        if tally.faults >= config.failure_threshold {
+            Some(Reason::FailureThreshold)
+        } else if reached(tally.faults, config.failure_rate) {
+            Some(Reason::FailureRate)
+        } else if reached(tally.slow, config.slow_call_rate) {
+            Some(Reason::SlowCallRate)
+        } else {
+            None
+        }
+    }
+
+    fn finish_probe(
+        &mut self,
+        class: Class,
+        slow: bool,
+        now: Nanos,
+        transitions: &mut Transitions,
+    ) {
+        self.count_outcome(class);
+        // When the operator asked to trip on slowness, a slow probe is no proof of health.
+        let failed = match class {
+            Class::Neutral => return,
+            Class::Fault => true,
+            Class::Success => slow && self.config.slow_call_rate.is_some(),
+        };
+        let probes = &mut self.probes;
+        probes.judged = probes.judged.saturating_add(1);
+        if !failed {
+            probes.successes = probes.successes.saturating_add(1);
+        }
+        let required = self.config.half_open_required_successes;
+        let verdict = match self.config.half_open_success_rate {
+            None if failed => Some((State::Open, Reason::ProbeFault)),
+            None => {
+                (probes.successes >= required).then_some((State::Closed, Reason::ProbesSucceeded))
+            }
+            Some(rate) => {
+                let percent_of = |n: u32, of: u32| {
+                    u64::from(n).saturating_mul(100)
+                        >= u64::from(rate).saturating_mul(u64::from(of))
+                };
+                let still_to_judge = required.saturating_sub(probes.judged);
+                if !percent_of(probes.successes.saturating_add(still_to_judge), required) {
+                    Some((State::Open, Reason::ProbeRateMissed))
+                } else if still_to_judge == 0 {
+                    Some((State::Closed, Reason::ProbesSucceeded))
+                } else {
+                    None
+                }
+            }
+        };
+        if let Some((to, reason)) = verdict {
+            self.enter(to, reason, now, transitions);
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! Configuration and its validation.
+//!
+//! Every field has the default from the specification. [`Config::validate`] checks every
+//! rule and names the first broken one as a [`ConfigError`] (`field`, `rule`), whose
+//! `Display` reads like `failure-threshold must be >= 1`. Field names are the kebab-case
+//! names the WIT interface uses, so every host reports the same words.
+
+use core::fmt;
+
+use crate::outcome::{GrpcSet, StatusSet};
+use crate::time::{Nanos, SECOND};
+
+/// Most buckets a time window may have.
+pub const MAX_BUCKETS: u8 = 64;
+/// Most outcomes a count-based window may hold.
+pub const MAX_WINDOW_CALLS: u16 = 1024;
+/// Most probes that may be outstanding at once in half-open.
+pub const MAX_PROBES: u8 = 64;
+/// Largest backoff factor.
+pub const MAX_BACKOFF_FACTOR: f64 = 1000.0;
+
+/// How a breaker behaves. Build it with struct-update syntax over the defaults:
+///
+/// ```
+/// use tripgate_core::{Config, SECOND};
+/// let config = Config { failure_threshold: 3, cooldown: 5 * SECOND, ..Config::default() };
+/// assert!(config.validate().is_ok());
+///
+/// let bad = Config { failure_threshold: 0, ..Config::default() };
+/// assert_eq!(bad.validate().unwrap_err().to_string(), "failure-threshold must be >= 1");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Config {
+    /// Faults in the window that trip the breaker (with at least `min_calls` calls).
+    pub failure_threshold: u32,
+    /// Calls the window must hold before any rate or count rule may trip.
+    pub min_calls: u32,
+    /// Trip when this percentage (1–100) of the window's calls are faults.
+    pub failure_rate: Option<u8>,
+    /// Trip when this percentage (1–100) of the window's calls are slow.
+    pub slow_call_rate: Option<u8>,
+    /// A success slower than this is a slow call. Setting it also turns on hang
+    /// detection: `failure_threshold` calls still in flight after this long trip the
+    /// breaker before any of them times out.
+    pub slow_call_duration: Option<Nanos>,
+    /// Span of the sliding time window.
+    pub window: Nanos,
+    /// Buckets in the time window (its precision is `window / buckets`).
+    pub buckets: u8,
+    /// Use a count-based window of the last this-many outcomes instead of a time window.
+    pub window_calls: Option<u16>,
+    /// How long the breaker stays open before it lets probes through.
+    pub cooldown: Nanos,
+    /// Each re-open straight from half-open multiplies the cooldown by this (≥ 1).
+    pub backoff_factor: f64,
+    /// Cap on the backed-off cooldown (no cap when `None`).
+    pub max_cooldown: Option<Nanos>,
+    /// Adds up to this percentage (0–100) of the cooldown, drawn from `jitter_seed`, so a
+    /// fleet's probes spread out. Jitter only lengthens: the cooldown is a floor.
+    pub jitter_percent: u8,
+    /// Seed for the jitter; the same seed replays the same cooldowns.
+    pub jitter_seed: u64,
+    /// Concurrency cap while closed; callers beyond it are rejected as `saturated`.
+    pub max_in_flight: Option<u32>,
+    /// Probes that may be outstanding at once in half-open (K).
+    pub half_open_max_probes: u8,
+    /// Consecutive probe successes that close the breaker (M). With
+    /// `half_open_success_rate`, the number of probe outcomes that are judged instead.
+    pub half_open_required_successes: u32,
+    /// Graduate by rate: after M probe outcomes, close if at least this percentage
+    /// (1–100) succeeded, else re-open. A probe fault then no longer re-opens at once.
+    pub half_open_success_rate: Option<u8>,
+    /// A probe with no outcome after this long counts as a timeout fault.
+    pub probe_timeout: Nanos,
+    /// HTTP statuses that are faults (default: 5xx and 429).
+    pub fault_statuses: StatusSet,
+    /// gRPC codes that are faults (default: 4, 8, 13, 14).
+    pub fault_grpc_codes: GrpcSet,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            failure_threshold: 5,
+            min_calls: 5,
+            failure_rate: None,
+            slow_call_rate: None,
+            slow_call_duration: None,
+            window: 30 * SECOND,
+            buckets: 10,
+            window_calls: None,
+            cooldown: 15 * SECOND,
+            backoff_factor: 1.0,
+            max_cooldown: None,
+            jitter_percent: 0,
+            jitter_seed: 0,
+            max_in_flight: None,
+            half_open_max_probes: 1,
+            half_open_required_successes: 2,
+            half_open_success_rate: None,
+            probe_timeout: 15 * SECOND,
+            fault_statuses: StatusSet::default(),
+            fault_grpc_codes: GrpcSet::default(),
+        }
+    }
+}
+
+impl Config {
+    /// Checks every rule; the error names the first field that breaks one.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        use Field as F;
+        use Rule as R;
+        let check = |ok: bool, field: Field, rule: Rule| {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError { field, rule })
+            }
+        };
+        let percent = |value: Option<u8>, field: Field| {
+            check(
+                value.is_none_or(|p| (1..=100).contains(&p)),
+                field,
+                R::Between(1, 100),
+            )
+        };
+        check(
+            self.failure_threshold >= 1,
+            F::FailureThreshold,
+            R::AtLeast(1),
+        )?;
+        check(self.min_calls >= 1, F::MinCalls, R::AtLeast(1))?;
+        percent(self.failure_rate, F::FailureRate)?;
+        percent(self.slow_call_rate, F::SlowCallRate)?;
+        check(
+            self.slow_call_duration.is_none_or(|d| d > 0),
+            F::SlowCallDuration,
+            R::Positive,
+        )?;
+        check(self.window > 0, F::Window, R::Positive)?;
+        check(
+            (1..=MAX_BUCKETS).contains(&self.buckets),
+            F::Buckets,
+            R::Between(1, u64::from(MAX_BUCKETS)),
+        )?;
+        check(
+            self.window >= u64::from(self.buckets),
+            F::Window,
+            R::AtLeastField(F::Buckets),
+        )?;
+        check(
+            self.window_calls
+                .is_none_or(|n| (1..=MAX_WINDOW_CALLS).contains(&n)),
+            F::WindowCalls,
+            R::Between(1, u64::from(MAX_WINDOW_CALLS)),
+        )?;
+        check(self.cooldown > 0, F::Cooldown, R::Positive)?;
+        check(
+            self.backoff_factor.is_finite()
+                && (1.0..=MAX_BACKOFF_FACTOR).contains(&self.backoff_factor),
+            F::BackoffFactor,
+            R::Factor,
+        )?;
+        check(
+            self.max_cooldown.is_none_or(|max| max >= self.cooldown),
+            F::MaxCooldown,
+            R::AtLeastField(F::Cooldown),
+        )?;
+        check(
+            self.jitter_percent <= 100,
+            F::JitterPercent,
+            R::Between(0, 100),
+        )?;
+        check(
+            self.max_in_flight.is_none_or(|n| n >= 1),
+            F::MaxInFlight,
+            R::AtLeast(1),
+        )?;
+        check(
+            (1..=MAX_PROBES).contains(&self.half_open_max_probes),
+            F::HalfOpenMaxProbes,
+            R::Between(1, u64::from(MAX_PROBES)),
+        )?;
+        check(
+            self.half_open_required_successes >= 1,
+            F::HalfOpenRequiredSuccesses,
+            R::AtLeast(1),
+        )?;
+        percent(self.half_open_success_rate, F::HalfOpenSuccessRate)?;
+        check(self.probe_timeout > 0, F::ProbeTimeout, R::Positive)
+    }
+
+    /// Width of one time-window bucket.
+    pub(crate) fn bucket_width(&self) -> Nanos {
+        self.window
+            .checked_div(u64::from(self.buckets))
+            .unwrap_or(self.window)
+            .max(1)
+    }
+}
+
+/// A configuration field, by the name every host uses for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum Field {
+    FailureThreshold,
+    MinCalls,
+    FailureRate,
+    SlowCallRate,
+    SlowCallDuration,
+    Window,
+    Buckets,
+    WindowCalls,
+    Cooldown,
+    BackoffFactor,
+    MaxCooldown,
+    JitterPercent,
+    MaxInFlight,
+    HalfOpenMaxProbes,
+    HalfOpenRequiredSuccesses,
+    HalfOpenSuccessRate,
+    ProbeTimeout,
+}
+
+impl Field {
+    /// The kebab-case name, as in the WIT interface.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::FailureThreshold => "failure-threshold",
+            Self::MinCalls => "min-calls",
+            Self::FailureRate => "failure-rate",
+            Self::SlowCallRate => "slow-call-rate",
+            Self::SlowCallDuration => "slow-call-duration",
+            Self::Window => "window",
+            Self::Buckets => "buckets",
+            Self::WindowCalls => "window-calls",
+            Self::Cooldown => "cooldown",
+            Self::BackoffFactor => "backoff-factor",
+            Self::MaxCooldown => "max-cooldown",
+            Self::JitterPercent => "jitter-percent",
+            Self::MaxInFlight => "max-in-flight",
+            Self::HalfOpenMaxProbes => "half-open-max-probes",
+            Self::HalfOpenRequiredSuccesses => "half-open-required-successes",
+            Self::HalfOpenSuccessRate => "half-open-success-rate",
+            Self::ProbeTimeout => "probe-timeout",
+        }
+    }
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The rule a field broke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// Must be at least this.
+    AtLeast(u64),
+    /// Must be in this inclusive range.
+    Between(u64, u64),
+    /// Must be greater than zero.
+    Positive,
+    /// Must be at least the value of another field.
+    AtLeastField(Field),
+    /// Must be a finite number from 1 to [`MAX_BACKOFF_FACTOR`].
+    Factor,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::AtLeast(min) => write!(f, "must be >= {min}"),
+            Self::Between(lo, hi) => write!(f, "must be between {lo} and {hi}"),
+            Self::Positive => f.write_str("must be > 0"),
+            Self::AtLeastField(other) => write!(f, "must be >= {other}"),
+            Self::Factor => write!(
+                f,
+                "must be a finite number between 1 and {MAX_BACKOFF_FACTOR}"
+            ),
+        }
+    }
+}
+
+/// A configuration that breaks a rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConfigError {
+    /// The offending field.
+    pub field: Field,
+    /// The rule it breaks.
+    pub rule: Rule,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.field, self.rule)
+    }
+}
+
+impl core::error::Error for ConfigError {}

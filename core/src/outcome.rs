@@ -1,0 +1,269 @@
+//! What happened to an admitted call, and how the breaker classifies it.
+//!
+//! An [`Outcome`] is what the host observed; a [`Class`] is what the breaker makes of it.
+//! The defaults follow one idea: a fault is evidence that the *upstream* is unwell. A 404
+//! or a 401 means the upstream answered, so it is a success for the breaker; a 503, a 429,
+//! a timeout or a refused connection is a fault; a caller that gave up is no evidence at
+//! all.
+//!
+//! HTTP statuses and gRPC codes are validated when the outcome is built
+//! ([`Outcome::status`], [`Outcome::grpc`]), so an invalid one never reaches the breaker.
+
+use core::fmt;
+
+/// What happened to one admitted call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The call succeeded (for calls that have no status).
+    Success,
+    /// The upstream answered with this HTTP status.
+    Status(HttpStatus),
+    /// The upstream answered with this gRPC status code.
+    Grpc(GrpcCode),
+    /// The caller's own deadline passed before an answer.
+    Timeout,
+    /// The connection was refused, reset, or could not be made.
+    ConnectionError,
+    /// Any other infrastructure failure.
+    Failure,
+    /// The caller gave up before an answer: no evidence either way.
+    Cancelled,
+    /// The host chose not to count this call.
+    Ignored,
+}
+
+impl Outcome {
+    /// An HTTP status outcome; errors unless `code` is in 100–599.
+    pub fn status(code: u16) -> Result<Self, OutcomeError> {
+        HttpStatus::new(code).map(Self::Status)
+    }
+
+    /// A gRPC outcome; errors unless `code` is in 0–16.
+    pub fn grpc(code: u8) -> Result<Self, OutcomeError> {
+        GrpcCode::new(code).map(Self::Grpc)
+    }
+}
+
+/// An HTTP status code in 100–599.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HttpStatus(u16);
+
+impl HttpStatus {
+    /// The lowest valid status.
+    pub const MIN: u16 = 100;
+    /// The highest valid status.
+    pub const MAX: u16 = 599;
+
+    /// Validates `code`.
+    pub const fn new(code: u16) -> Result<Self, OutcomeError> {
+        if code >= Self::MIN && code <= Self::MAX {
+            Ok(Self(code))
+        } else {
+            Err(OutcomeError::Status(code))
+        }
+    }
+
+    /// The numeric code.
+    pub const fn get(self) -> u16 {
+        self.0
+    }
+}
+
+/// A gRPC status code in 0 (`OK`) – 16 (`UNAUTHENTICATED`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GrpcCode(u8);
+
+impl GrpcCode {
+    /// The highest valid code (`UNAUTHENTICATED`).
+    pub const MAX: u8 = 16;
+    /// `DEADLINE_EXCEEDED`.
+    pub const DEADLINE_EXCEEDED: Self = Self(4);
+    /// `RESOURCE_EXHAUSTED`.
+    pub const RESOURCE_EXHAUSTED: Self = Self(8);
+    /// `INTERNAL`.
+    pub const INTERNAL: Self = Self(13);
+    /// `UNAVAILABLE`.
+    pub const UNAVAILABLE: Self = Self(14);
+
+    /// Validates `code`.
+    pub const fn new(code: u8) -> Result<Self, OutcomeError> {
+        if code <= Self::MAX {
+            Ok(Self(code))
+        } else {
+            Err(OutcomeError::GrpcCode(code))
+        }
+    }
+
+    /// The numeric code.
+    pub const fn get(self) -> u8 {
+        self.0
+    }
+}
+
+/// An outcome that cannot be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OutcomeError {
+    /// An HTTP status outside 100–599.
+    Status(u16),
+    /// A gRPC code above 16.
+    GrpcCode(u8),
+}
+
+impl fmt::Display for OutcomeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Status(code) => write!(f, "HTTP status {code} is outside 100-599"),
+            Self::GrpcCode(code) => write!(f, "gRPC code {code} is above 16"),
+        }
+    }
+}
+
+impl core::error::Error for OutcomeError {}
+
+/// What an outcome means to the breaker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// Evidence that the upstream is healthy.
+    Success,
+    /// Evidence that the upstream is failing.
+    Fault,
+    /// No evidence: releases the permit and counts as nothing.
+    Neutral,
+}
+
+/// A set of HTTP statuses (100–599) that count as faults.
+///
+/// ```
+/// use tripgate_core::StatusSet;
+/// let faults = StatusSet::default().with(408);
+/// assert!(faults.contains(503) && faults.contains(429) && faults.contains(408));
+/// assert!(!faults.contains(404));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StatusSet([u64; 8]);
+
+impl StatusSet {
+    /// No status is a fault.
+    pub const EMPTY: Self = Self([0; 8]);
+
+    /// Whether `code` is in the set (codes outside 100–599 never are).
+    pub fn contains(&self, code: u16) -> bool {
+        match Self::locate(code) {
+            Some((word, bit)) => self.0.get(word).is_some_and(|w| w & bit != 0),
+            None => false,
+        }
+    }
+
+    /// The set plus `code` (codes outside 100–599 are ignored).
+    #[must_use]
+    pub fn with(mut self, code: u16) -> Self {
+        if let Some((word, bit)) = Self::locate(code) {
+            if let Some(w) = self.0.get_mut(word) {
+                *w |= bit;
+            }
+        }
+        self
+    }
+
+    /// The set without `code`.
+    #[must_use]
+    pub fn without(mut self, code: u16) -> Self {
+        if let Some((word, bit)) = Self::locate(code) {
+            if let Some(w) = self.0.get_mut(word) {
+                *w &= !bit;
+            }
+        }
+        self
+    }
+
+    /// The set plus every code in `lo..=hi`.
+    #[must_use]
+    pub fn with_range(self, lo: u16, hi: u16) -> Self {
+        (lo..=hi).fold(self, Self::with)
+    }
+
+    /// The codes in the set, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u16> + '_ {
+        (HttpStatus::MIN..=HttpStatus::MAX).filter(|&code| self.contains(code))
+    }
+
+    fn locate(code: u16) -> Option<(usize, u64)> {
+        let offset = HttpStatus::new(code)
+            .ok()?
+            .get()
+            .checked_sub(HttpStatus::MIN)?;
+        let word = usize::from(offset.checked_div(64)?);
+        let bit = 1u64.checked_shl(u32::from(offset.checked_rem(64)?))?;
+        Some((word, bit))
+    }
+}
+
+impl Default for StatusSet {
+    /// 5xx and 429.
+    fn default() -> Self {
+        Self::EMPTY.with_range(500, 599).with(429)
+    }
+}
+
+/// A set of gRPC codes (0–16) that count as faults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GrpcSet(u32);
+
+impl GrpcSet {
+    /// No code is a fault.
+    pub const EMPTY: Self = Self(0);
+
+    /// Whether `code` is in the set.
+    pub fn contains(&self, code: u8) -> bool {
+        Self::bit(code).is_some_and(|bit| self.0 & bit != 0)
+    }
+
+    /// The set plus `code` (codes above 16 are ignored).
+    #[must_use]
+    pub fn with(self, code: u8) -> Self {
+        Self(self.0 | Self::bit(code).unwrap_or(0))
+    }
+
+    /// The set without `code`.
+    #[must_use]
+    pub fn without(self, code: u8) -> Self {
+        Self(self.0 & !Self::bit(code).unwrap_or(0))
+    }
+
+    /// The codes in the set, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u8> + '_ {
+        (0..=GrpcCode::MAX).filter(|&code| self.contains(code))
+    }
+
+    fn bit(code: u8) -> Option<u32> {
+        GrpcCode::new(code).ok()?;
+        1u32.checked_shl(u32::from(code))
+    }
+}
+
+impl Default for GrpcSet {
+    /// `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED`, `INTERNAL`, `UNAVAILABLE`.
+    fn default() -> Self {
+        [
+            GrpcCode::DEADLINE_EXCEEDED,
+            GrpcCode::RESOURCE_EXHAUSTED,
+            GrpcCode::INTERNAL,
+            GrpcCode::UNAVAILABLE,
+        ]
+        .iter()
+        .fold(Self::EMPTY, |set, code| set.with(code.get()))
+    }
+}
+
+/// Classifies an outcome against the configured fault sets.
+#[inline]
+pub(crate) fn classify(outcome: Outcome, statuses: &StatusSet, grpc: &GrpcSet) -> Class {
+    let fault_if = |fault: bool| if fault { Class::Fault } else { Class::Success };
+    match outcome {
+        Outcome::Success => Class::Success,
+        Outcome::Status(status) => fault_if(statuses.contains(status.get())),
+        Outcome::Grpc(code) => fault_if(grpc.contains(code.get())),
+        Outcome::Timeout | Outcome::ConnectionError | Outcome::Failure => Class::Fault,
+        Outcome::Cancelled | Outcome::Ignored => Class::Neutral,
+    }
+}

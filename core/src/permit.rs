@@ -1,0 +1,91 @@
+//! Permits: the token an admitted call carries back with its outcome.
+
+use core::fmt;
+
+use crate::config::MAX_PROBES;
+use crate::time::Nanos;
+
+/// Admission for one call. Hand it back, exactly once, to
+/// [`Breaker::record`](crate::Breaker::record) with the call's outcome.
+///
+/// It is neither `Clone` nor `Copy`, so the type system stops a second outcome for the
+/// same call. A permit from an earlier epoch (the breaker has changed state since) is
+/// accepted and changes nothing.
+#[must_use = "a permit must be handed back to `Breaker::record` with the call's outcome"]
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct Permit {
+    pub(crate) epoch: u64,
+    pub(crate) started: Nanos,
+    /// 0 for a normal call; `n` for the probe in slot `n - 1`.
+    pub(crate) slot: u8,
+}
+
+impl Permit {
+    /// The epoch the permit was issued in.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The instant the call was admitted.
+    pub fn started(&self) -> Nanos {
+        self.started
+    }
+
+    /// Whether this call is a half-open probe.
+    pub fn is_probe(&self) -> bool {
+        self.slot != 0
+    }
+
+    /// The plain-number form, for adapters that cannot hold a Rust value.
+    pub fn into_raw(self) -> RawPermit {
+        RawPermit {
+            ticket: self.epoch.wrapping_shl(TICKET_SLOT_BITS) | u64::from(self.slot),
+            started: self.started,
+        }
+    }
+}
+
+const TICKET_SLOT_BITS: u32 = 7;
+const TICKET_SLOT_MASK: u64 = (1 << TICKET_SLOT_BITS) - 1;
+
+/// A [`Permit`] as two plain numbers, for hosts that keep permits outside Rust (a JS
+/// number, a table slot).
+///
+/// `ticket` is `epoch << 7 | slot` (slot 0 for a normal call, 1–64 for a probe); it is an
+/// exact JS number while the epoch stays below 2⁴⁶. `started` is the admission instant.
+/// Whoever holds a raw permit must record it once: unlike [`Permit`], nothing stops a copy.
+/// A raw permit the breaker did not issue in its current epoch is treated as stale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RawPermit {
+    /// Epoch and slot.
+    pub ticket: u64,
+    /// Admission instant.
+    pub started: Nanos,
+}
+
+impl RawPermit {
+    /// Back to a [`Permit`]; errors on a ticket whose slot no breaker issues.
+    pub fn into_permit(self) -> Result<Permit, MalformedPermit> {
+        let slot = u8::try_from(self.ticket & TICKET_SLOT_MASK).map_err(|_| MalformedPermit)?;
+        if slot > MAX_PROBES {
+            return Err(MalformedPermit);
+        }
+        Ok(Permit {
+            epoch: self.ticket >> TICKET_SLOT_BITS,
+            started: self.started,
+            slot,
+        })
+    }
+}
+
+/// A raw permit that no breaker could have issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MalformedPermit;
+
+impl fmt::Display for MalformedPermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("permit ticket names a probe slot above 64")
+    }
+}
+
+impl core::error::Error for MalformedPermit {}

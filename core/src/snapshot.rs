@@ -1,0 +1,379 @@
+//! Export and import of a breaker's state, for runtimes that recycle instances.
+//!
+//! The bytes are versioned, little-endian, end in an FNV-1a checksum, and store every
+//! instant as an *age* at the export moment, because two processes' monotonic clocks
+//! share no origin. Import takes the time that passed since export and rebuilds the
+//! instants on the new clock; with the same `now` and no time passed the round trip is
+//! exact. Garbage, truncated bytes, or bytes from a breaker with a different window shape
+//! are an error, and the breaker is left as it was.
+//!
+//! Outstanding permits belong to the dead instance and are not carried. A breaker
+//! exported half-open with probes out comes back open until the newest of those probes
+//! would have timed out, so probes sent by the dead instance never overlap new ones (at
+//! most K at the upstream, across the recycle too); with no probes out it comes back
+//! half-open as it was.
+//!
+//! Layout (version 1): `"TGB" 1`, window shape (kind u8, length u16, bucket width u64),
+//! timer (state u8, epoch, state age, open-for, cooldown, rng: u64), probe successes and
+//! judged (u32), nine lifetime counters (u64), last transition (flag u8, then from, to,
+//! reason: u8, age, epoch: u64), the window, the checksum (u32).
+
+use core::fmt;
+
+use crate::breaker::{Breaker, Stats};
+use crate::inflight::InFlight;
+use crate::probes::Probes;
+use crate::state::{Reason, State, Transition};
+use crate::time::{since, Nanos};
+use crate::timer::Timer;
+use crate::window::Window;
+
+/// Bytes that hold the largest export (64 buckets).
+pub const MAX_EXPORT_LEN: usize = 1024;
+
+const MAGIC: [u8; 3] = *b"TGB";
+const VERSION: u8 = 1;
+
+const STATES: [State; 5] = [
+    State::Closed,
+    State::Open,
+    State::HalfOpen,
+    State::Isolated,
+    State::Disabled,
+];
+
+const REASONS: [Reason; 14] = [
+    Reason::FailureThreshold,
+    Reason::FailureRate,
+    Reason::SlowCallRate,
+    Reason::HungCalls,
+    Reason::CooldownElapsed,
+    Reason::ProbeFault,
+    Reason::ProbeTimeout,
+    Reason::ProbesSucceeded,
+    Reason::ProbeRateMissed,
+    Reason::Isolated,
+    Reason::Released,
+    Reason::Disabled,
+    Reason::Reset,
+    Reason::Restored,
+];
+
+/// Why an export or import failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SnapshotError {
+    /// The output buffer is smaller than the export (see [`MAX_EXPORT_LEN`]).
+    BufferTooSmall,
+    /// The bytes end before the state does.
+    Truncated,
+    /// Bytes follow the end of the state.
+    TrailingBytes,
+    /// Not a tripgate state (wrong magic).
+    NotAState,
+    /// A version this build does not read.
+    UnsupportedVersion(u8),
+    /// The checksum does not match: the bytes were damaged.
+    Checksum,
+    /// The state was exported by a breaker whose window has another shape.
+    WindowShape,
+    /// A field holds an impossible value.
+    Corrupt(&'static str),
+}
+
+impl fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BufferTooSmall => write!(f, "output buffer is smaller than {MAX_EXPORT_LEN} bytes"),
+            Self::Truncated => f.write_str("state bytes are truncated"),
+            Self::TrailingBytes => f.write_str("state bytes have trailing data"),
+            Self::NotAState => f.write_str("bytes are not a tripgate state (bad magic)"),
+            Self::UnsupportedVersion(v) => write!(f, "state version {v} is not supported (expected {VERSION})"),
+            Self::Checksum => f.write_str("state checksum does not match: the bytes are damaged"),
+            Self::WindowShape => f.write_str(
+                "state was exported by a breaker with a different window (kind, buckets, width or calls)",
+            ),
+            Self::Corrupt(what) => write!(f, "state field `{what}` holds an impossible value"),
+        }
+    }
+}
+
+impl core::error::Error for SnapshotError {}
+
+/// Appends little-endian values to a buffer, remembering whether it ran out.
+pub(crate) struct Writer<'a> {
+    out: &'a mut [u8],
+    len: usize,
+    overflow: bool,
+}
+
+impl<'a> Writer<'a> {
+    fn new(out: &'a mut [u8]) -> Self {
+        Self {
+            out,
+            len: 0,
+            overflow: false,
+        }
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        let end = self.len.saturating_add(bytes.len());
+        match self.out.get_mut(self.len..end) {
+            Some(dst) => {
+                dst.copy_from_slice(bytes);
+                self.len = end;
+            }
+            None => self.overflow = true,
+        }
+    }
+
+    pub(crate) fn u8(&mut self, v: u8) {
+        self.bytes(&[v]);
+    }
+    pub(crate) fn u16(&mut self, v: u16) {
+        self.bytes(&v.to_le_bytes());
+    }
+    pub(crate) fn u32(&mut self, v: u32) {
+        self.bytes(&v.to_le_bytes());
+    }
+    pub(crate) fn u64(&mut self, v: u64) {
+        self.bytes(&v.to_le_bytes());
+    }
+}
+
+/// Reads little-endian values, failing with `Truncated` past the end.
+pub(crate) struct Reader<'a> {
+    input: &'a [u8],
+}
+
+impl Reader<'_> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], SnapshotError> {
+        let (head, rest) = self
+            .input
+            .split_first_chunk::<N>()
+            .ok_or(SnapshotError::Truncated)?;
+        self.input = rest;
+        Ok(*head)
+    }
+
+    pub(crate) fn u8(&mut self) -> Result<u8, SnapshotError> {
+        self.take::<1>().map(|[b]| b)
+    }
+    pub(crate) fn u16(&mut self) -> Result<u16, SnapshotError> {
+        self.take().map(u16::from_le_bytes)
+    }
+    pub(crate) fn u32(&mut self) -> Result<u32, SnapshotError> {
+        self.take().map(u32::from_le_bytes)
+    }
+    pub(crate) fn u64(&mut self) -> Result<u64, SnapshotError> {
+        self.take().map(u64::from_le_bytes)
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5u32, |hash, &b| {
+        (hash ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+fn code_of<T: PartialEq>(table: &[T], value: &T) -> u8 {
+    table
+        .iter()
+        .position(|v| v == value)
+        .and_then(|i| u8::try_from(i).ok())
+        .unwrap_or(u8::MAX)
+}
+
+fn decode_from<T: Copy>(table: &[T], code: u8, what: &'static str) -> Result<T, SnapshotError> {
+    table
+        .get(usize::from(code))
+        .copied()
+        .ok_or(SnapshotError::Corrupt(what))
+}
+
+/// The window's shape, which export and import must agree on.
+fn shape(window: &Window, out: &mut Writer<'_>) {
+    match window {
+        Window::Time(w) => {
+            out.u8(0);
+            out.u16(u16::from(w.len()));
+            out.u64(w.width());
+        }
+        Window::Count(w) => {
+            out.u8(1);
+            out.u16(w.len());
+            out.u64(0);
+        }
+    }
+}
+
+impl Breaker {
+    /// Writes the state as of `now` into `out`; returns the bytes written. A buffer of
+    /// [`MAX_EXPORT_LEN`] bytes always suffices.
+    pub fn export(&self, now: Nanos, out: &mut [u8]) -> Result<usize, SnapshotError> {
+        let now = self.clock.peek(now);
+        let projection = self.projected(now);
+        let (mut timer, mut last) = (projection.timer, projection.last);
+        let mut stats = self.stats;
+        stats.transitions = stats.transitions.saturating_add(projection.transitions);
+        stats.faults = stats.faults.saturating_add(projection.probe_timeouts);
+        let mut probes = if projection.transitions > 0 {
+            Probes::new()
+        } else {
+            self.probes.clone()
+        };
+        if timer.state == State::HalfOpen {
+            if let Some(newest) = probes.newest(now) {
+                // Probes out belong to the dead instance: wait until they would time out.
+                let from = timer.state;
+                timer.state = State::Open;
+                timer.epoch = timer.epoch.wrapping_add(1);
+                timer.entered_at = now;
+                timer.open_for = self.config.probe_timeout.saturating_sub(since(now, newest));
+                stats.transitions = stats.transitions.saturating_add(1);
+                last = Some(Transition {
+                    from,
+                    to: State::Open,
+                    reason: Reason::Restored,
+                    at: now,
+                    epoch: timer.epoch,
+                });
+                probes = Probes::new();
+            }
+        }
+
+        let mut w = Writer::new(out);
+        w.bytes(&MAGIC);
+        w.u8(VERSION);
+        shape(&self.window, &mut w);
+        w.u8(code_of(&STATES, &timer.state));
+        w.u64(timer.epoch);
+        w.u64(since(now, timer.entered_at));
+        w.u64(timer.open_for);
+        w.u64(timer.cooldown);
+        w.u64(timer.rng);
+        w.u32(probes.successes);
+        w.u32(probes.judged);
+        for counter in [stats.admitted].iter().chain(&stats.rejected).chain(&[
+            stats.successes,
+            stats.faults,
+            stats.stale,
+            stats.transitions,
+        ]) {
+            w.u64(*counter);
+        }
+        match last {
+            Some(t) => {
+                w.u8(1);
+                w.u8(code_of(&STATES, &t.from));
+                w.u8(code_of(&STATES, &t.to));
+                w.u8(code_of(&REASONS, &t.reason));
+                w.u64(since(now, t.at));
+                w.u64(t.epoch);
+            }
+            None => w.u8(0),
+        }
+        self.window.encode(&mut w, now);
+        if w.overflow {
+            return Err(SnapshotError::BufferTooSmall);
+        }
+        let body = w.len;
+        let checksum = fnv1a(w.out.get(..body).unwrap_or_default());
+        w.u32(checksum);
+        if w.overflow {
+            return Err(SnapshotError::BufferTooSmall);
+        }
+        Ok(w.len)
+    }
+
+    /// Replaces the state with one exported `elapsed` nanoseconds ago (by the exporter's
+    /// reckoning), as of `now`. On error nothing changes.
+    pub fn import(
+        &mut self,
+        bytes: &[u8],
+        elapsed: Nanos,
+        now: Nanos,
+    ) -> Result<(), SnapshotError> {
+        let now = self.clock.peek(now);
+        let (body, checksum) = bytes
+            .split_last_chunk::<4>()
+            .ok_or(SnapshotError::Truncated)?;
+        let mut r = Reader { input: body };
+        if r.take::<3>().map_err(|_| SnapshotError::NotAState)? != MAGIC {
+            return Err(SnapshotError::NotAState);
+        }
+        let version = r.u8()?;
+        if version != VERSION {
+            return Err(SnapshotError::UnsupportedVersion(version));
+        }
+        if fnv1a(body) != u32::from_le_bytes(*checksum) {
+            return Err(SnapshotError::Checksum);
+        }
+        let mut expected = [0u8; 11];
+        let mut shape_out = Writer::new(&mut expected);
+        shape(&self.window, &mut shape_out);
+        if r.take::<11>()? != expected {
+            return Err(SnapshotError::WindowShape);
+        }
+
+        // Instants are rebuilt as `now - (age + elapsed)` on our clock.
+        let at_age = |age: Nanos| now.wrapping_sub(age.saturating_add(elapsed));
+        let state = decode_from(&STATES, r.u8()?, "state")?;
+        let epoch = r.u64()?;
+        let timer = Timer {
+            state,
+            epoch,
+            entered_at: at_age(r.u64()?),
+            open_for: r.u64()?,
+            cooldown: r.u64()?,
+            rng: r.u64()?,
+        };
+        if timer.open_for == 0 || timer.cooldown == 0 {
+            return Err(SnapshotError::Corrupt("cooldown"));
+        }
+        let mut probes = Probes::new();
+        probes.successes = r.u32()?;
+        probes.judged = r.u32()?;
+        if probes.successes > probes.judged || (state != State::HalfOpen && probes.judged != 0) {
+            return Err(SnapshotError::Corrupt("probe counts"));
+        }
+        let mut stats = Stats {
+            admitted: r.u64()?,
+            ..Stats::default()
+        };
+        for counter in &mut stats.rejected {
+            *counter = r.u64()?;
+        }
+        stats.successes = r.u64()?;
+        stats.faults = r.u64()?;
+        stats.stale = r.u64()?;
+        stats.transitions = r.u64()?;
+        stats.last = match r.u8()? {
+            0 => None,
+            1 => Some(Transition {
+                from: decode_from(&STATES, r.u8()?, "last transition")?,
+                to: decode_from(&STATES, r.u8()?, "last transition")?,
+                reason: decode_from(&REASONS, r.u8()?, "last transition")?,
+                at: at_age(r.u64()?),
+                epoch: r.u64()?,
+            }),
+            _ => return Err(SnapshotError::Corrupt("last transition")),
+        };
+        let window = self.window.decode(&mut r, now, elapsed)?;
+        if !r.input.is_empty() {
+            return Err(SnapshotError::TrailingBytes);
+        }
+
+        let mut clock = self.clock;
+        clock.observe(now);
+        *self = Breaker {
+            config: self.config,
+            clock,
+            timer,
+            window,
+            in_flight: InFlight::new(self.config.slow_call_duration, now),
+            probes,
+            stats,
+        };
+        Ok(())
+    }
+}

@@ -1,0 +1,145 @@
+//! Time as the breaker sees it: nanoseconds on the host's monotonic clock.
+//!
+//! The breaker never reads a clock. Every operation takes `now`, and this module holds the
+//! two rules that make arbitrary host clocks safe:
+//!
+//! * a `now` below the largest one seen is treated as that largest one ([`Watermark`]), so
+//!   a clock that steps back never produces a negative or huge elapsed time;
+//! * instants inside the breaker are compared only through [`since`], a wrapping
+//!   difference. An imported state may place instants "before" the host clock's origin
+//!   (a fresh isolate whose clock starts at zero restoring a breaker that opened ten
+//!   seconds ago); wrapping arithmetic keeps every difference right as long as real spans
+//!   stay under 2⁶³ ns (292 years).
+//!
+//! [`Clock`] is a convenience for hosts: [`FakeClock`] for tests, and with the `std`
+//! feature [`MonotonicClock`].
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// Nanoseconds, the breaker's only unit of time.
+pub type Nanos = u64;
+
+/// One millisecond in nanoseconds.
+pub const MILLISECOND: Nanos = 1_000_000;
+/// One second in nanoseconds.
+pub const SECOND: Nanos = 1_000_000_000;
+
+/// Nanoseconds from `earlier` to `now`, both instants on the breaker's timeline.
+#[inline]
+pub(crate) fn since(now: Nanos, earlier: Nanos) -> Nanos {
+    now.wrapping_sub(earlier)
+}
+
+/// The largest `now` seen so far; later observations never go below it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) struct Watermark(Nanos);
+
+impl Watermark {
+    pub(crate) fn new(now: Nanos) -> Self {
+        Self(now)
+    }
+
+    /// Accepts a host reading and returns the instant the breaker will use.
+    #[inline]
+    pub(crate) fn observe(&mut self, now: Nanos) -> Nanos {
+        if now > self.0 {
+            self.0 = now;
+        }
+        self.0
+    }
+
+    /// The instant `now` would be observed as, without recording it.
+    #[inline]
+    pub(crate) fn peek(self, now: Nanos) -> Nanos {
+        if now > self.0 {
+            now
+        } else {
+            self.0
+        }
+    }
+}
+
+/// A source of monotonic nanoseconds for hosts that want one.
+pub trait Clock {
+    /// Nanoseconds since an arbitrary, fixed origin. Must never decrease (if it does, the
+    /// breaker treats the smaller reading as the largest one it has seen).
+    fn now(&self) -> Nanos;
+}
+
+/// A clock that only moves when told to. Shareable across threads.
+///
+/// ```
+/// use tripgate_core::{Clock, FakeClock, SECOND};
+/// let clock = FakeClock::new(0);
+/// clock.advance(15 * SECOND);
+/// assert_eq!(clock.now(), 15 * SECOND);
+/// ```
+#[derive(Debug, Default)]
+pub struct FakeClock(AtomicU64);
+
+impl FakeClock {
+    /// A clock reading `start`.
+    pub const fn new(start: Nanos) -> Self {
+        Self(AtomicU64::new(start))
+    }
+
+    /// Moves the clock forward by `by` nanoseconds (saturating at `u64::MAX`).
+    pub fn advance(&self, by: Nanos) {
+        let mut current = self.0.load(Ordering::Relaxed);
+        loop {
+            let next = current.saturating_add(by);
+            match self
+                .0
+                .compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(seen) => current = seen,
+            }
+        }
+    }
+
+    /// Sets the reading. Setting it backwards is allowed: it is how tests check that the
+    /// breaker clamps a clock that steps back.
+    pub fn set(&self, to: Nanos) {
+        self.0.store(to, Ordering::Relaxed);
+    }
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> Nanos {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// The host's monotonic clock (`std::time::Instant`), as nanoseconds since the clock was
+/// made.
+#[cfg(feature = "std")]
+#[derive(Clone, Copy, Debug)]
+pub struct MonotonicClock {
+    origin: std::time::Instant,
+}
+
+#[cfg(feature = "std")]
+impl MonotonicClock {
+    /// A clock whose origin is this moment.
+    pub fn new() -> Self {
+        Self {
+            origin: std::time::Instant::now(),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(feature = "std")]
+impl Clock for MonotonicClock {
+    fn now(&self) -> Nanos {
+        // 2^64 ns is 584 years of uptime; saturate rather than wrap past it.
+        u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
