@@ -1,0 +1,130 @@
+//! The native core runs every scenario vector.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use serde_json::Value;
+use tripgate_core::{
+    Breaker, Config, Metrics, Outcome, Permit, RejectReason, Transitions, MAX_EXPORT_LEN, MILLISECOND,
+};
+use tripgate_vectors::{run_all, Decision, RecordReport, Step3, Subject, VectorOutcome};
+
+struct Native(Breaker);
+
+fn steps(transitions: &Transitions) -> Vec<Step3> {
+    transitions
+        .iter()
+        .map(|t| [t.from.name().to_string(), t.to.name().to_string(), t.reason.name().to_string()])
+        .collect()
+}
+
+fn outcome(outcome: VectorOutcome) -> Result<Outcome, String> {
+    let outcome = match outcome {
+        VectorOutcome::Success => Outcome::Success,
+        VectorOutcome::Status(code) => Outcome::status(code).map_err(|e| e.to_string())?,
+        VectorOutcome::Grpc(code) => Outcome::grpc(code).map_err(|e| e.to_string())?,
+        VectorOutcome::Timeout => Outcome::Timeout,
+        VectorOutcome::ConnectionError => Outcome::ConnectionError,
+        VectorOutcome::Failure => Outcome::Failure,
+        VectorOutcome::Cancelled => Outcome::Cancelled,
+        VectorOutcome::Ignored => Outcome::Ignored,
+    };
+    Ok(outcome)
+}
+
+/// The metrics under the vector key names; shared with the property tests' reporting.
+pub fn metric_map(m: &Metrics) -> BTreeMap<String, Value> {
+    let mut map = BTreeMap::new();
+    let mut put = |k: &str, v: Value| {
+        map.insert(k.to_string(), v);
+    };
+    put("state", m.state.name().into());
+    put("epoch", m.epoch.into());
+    put("calls", m.window.calls.into());
+    put("faults", m.window.faults.into());
+    put("slow", m.window.slow.into());
+    put("in-flight", m.in_flight.into());
+    put("hung", m.hung.into());
+    put("probes-out", m.probes_out.into());
+    put("admitted-total", m.admitted_total.into());
+    for reason in RejectReason::ALL {
+        put(&format!("rejected-{}", reason.name()), m.rejected(reason).into());
+    }
+    put("successes-total", m.successes_total.into());
+    put("faults-total", m.faults_total.into());
+    put("stale-total", m.stale_total.into());
+    put("transitions-total", m.transitions_total.into());
+    put("time-in-state-ms", (m.time_in_state / MILLISECOND).into());
+    put("cooldown-remaining-ms", (m.cooldown_remaining / MILLISECOND).into());
+    map
+}
+
+impl Subject for Native {
+    type Permit = Permit;
+
+    fn create(config: &Config, now: u64) -> Result<Self, (String, String)> {
+        Breaker::new(*config, now)
+            .map(Native)
+            .map_err(|e| (e.field.name().to_string(), e.to_string()))
+    }
+
+    fn acquire(&mut self, now: u64) -> Result<(Decision<Permit>, Vec<Step3>)> {
+        let admission = self.0.acquire(now);
+        let decision = match admission.decision {
+            Ok(permit) => Decision::Admitted {
+                probe: permit.is_probe(),
+                permit,
+            },
+            Err(r) => Decision::Rejected {
+                reason: r.reason.name().to_string(),
+                retry_after_ns: r.retry_after,
+            },
+        };
+        Ok((decision, steps(&admission.transitions)))
+    }
+
+    fn record(&mut self, permit: Permit, vector: VectorOutcome, now: u64) -> Result<RecordReport, String> {
+        let recorded = self.0.record(permit, outcome(vector)?, now);
+        Ok(RecordReport {
+            class: format!("{:?}", recorded.class).to_lowercase(),
+            slow: recorded.slow,
+            stale: recorded.stale,
+            transitions: steps(&recorded.transitions),
+        })
+    }
+
+    fn state(&mut self, now: u64) -> Result<String> {
+        Ok(self.0.state(now).name().to_string())
+    }
+
+    fn metrics(&mut self, now: u64) -> Result<BTreeMap<String, Value>> {
+        Ok(metric_map(&self.0.metrics(now)))
+    }
+
+    fn manual(&mut self, op: &str, now: u64) -> Result<Vec<Step3>> {
+        let transitions = match op {
+            "isolate" => self.0.isolate(now),
+            "release" => self.0.release(now),
+            "disable" => self.0.disable(now),
+            "reset" => self.0.reset(now),
+            other => anyhow::bail!("unknown manual op {other}"),
+        };
+        Ok(steps(&transitions))
+    }
+
+    fn export(&mut self, now: u64) -> Result<Vec<u8>> {
+        let mut buf = [0u8; MAX_EXPORT_LEN];
+        let len = self.0.export(now, &mut buf)?;
+        Ok(buf[..len].to_vec())
+    }
+
+    fn import(&mut self, bytes: &[u8], elapsed: u64, now: u64) -> Result<(), String> {
+        self.0.import(bytes, elapsed, now).map_err(|e| e.to_string())
+    }
+}
+
+#[test]
+fn every_vector_passes_on_the_native_core() {
+    let count = run_all::<Native>().unwrap();
+    assert!(count >= 12, "only {count} vectors");
+}
