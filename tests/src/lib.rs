@@ -39,7 +39,9 @@ impl VectorOutcome {
     pub fn parse(text: &str) -> Result<Self> {
         let number = |prefix: &str| -> Result<Option<u64>> {
             match text.strip_prefix(prefix) {
-                Some(n) => Ok(Some(n.parse().with_context(|| format!("bad outcome {text:?}"))?)),
+                Some(n) => Ok(Some(
+                    n.parse().with_context(|| format!("bad outcome {text:?}"))?,
+                )),
                 None => Ok(None),
             }
         };
@@ -96,7 +98,12 @@ pub trait Subject: Sized {
     /// Acquires once.
     fn acquire(&mut self, now: u64) -> Result<(Decision<Self::Permit>, Vec<Step3>)>;
     /// Records an outcome. `Err` for an outcome the host refuses (bad status or code).
-    fn record(&mut self, permit: Self::Permit, outcome: VectorOutcome, now: u64) -> Result<RecordReport, String>;
+    fn record(
+        &mut self,
+        permit: Self::Permit,
+        outcome: VectorOutcome,
+        now: u64,
+    ) -> Result<RecordReport, String>;
     /// The effective state.
     fn state(&mut self, now: u64) -> Result<String>;
     /// The metrics, under the vector key names (`calls`, `rejected-open`, `time-in-state-ms`…).
@@ -121,28 +128,53 @@ pub fn vector_files() -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Runs every vector against `S`; returns how many ran. Errors name the file and step.
+/// Runs every vector against `S`; returns how many ran. The error lists every failing
+/// vector with its step.
 pub fn run_all<S: Subject>() -> Result<usize> {
     let files = vector_files()?;
     ensure!(!files.is_empty(), "no vectors found");
+    let mut failures = Vec::new();
     for file in &files {
-        let text = std::fs::read_to_string(file)?;
-        let vector: Value = serde_json::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
-        run_vector::<S>(&vector).with_context(|| format!("vector {}", file.display()))?;
+        let name = file
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let outcome = std::fs::read_to_string(file)
+            .map_err(anyhow::Error::from)
+            .and_then(|text| serde_json::from_str::<Value>(&text).map_err(anyhow::Error::from))
+            .and_then(|vector| run_vector::<S>(&vector));
+        if let Err(error) = outcome {
+            failures.push(format!("{name}: {error:#}"));
+        }
     }
+    ensure!(
+        failures.is_empty(),
+        "{} of {} vectors failed:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
     Ok(files.len())
 }
 
 fn ms(value: &Value, key: &str) -> Result<u64> {
-    let n = value.as_u64().ok_or_else(|| anyhow!("{key} must be a whole number of ms"))?;
-    n.checked_mul(MILLISECOND).ok_or_else(|| anyhow!("{key} overflows"))
+    let n = value
+        .as_u64()
+        .ok_or_else(|| anyhow!("{key} must be a whole number of ms"))?;
+    n.checked_mul(MILLISECOND)
+        .ok_or_else(|| anyhow!("{key} overflows"))
 }
 
 /// The core config a vector's `config` object describes.
 pub fn core_config(json: &Map<String, Value>) -> Result<Config> {
     let mut config = Config::default();
     for (key, value) in json {
-        let int = || value.as_u64().ok_or_else(|| anyhow!("{key} must be a whole number"));
+        let int = || {
+            value
+                .as_u64()
+                .ok_or_else(|| anyhow!("{key} must be a whole number"))
+        };
         let small = |max: u64| -> Result<u64> {
             let n = int()?;
             ensure!(n <= max, "{key} = {n} does not fit the field");
@@ -153,11 +185,16 @@ pub fn core_config(json: &Map<String, Value>) -> Result<Config> {
                 .as_array()
                 .ok_or_else(|| anyhow!("{key} must be an array"))?
                 .iter()
-                .map(|v| v.as_u64().ok_or_else(|| anyhow!("{key} holds a non-number")))
+                .map(|v| {
+                    v.as_u64()
+                        .ok_or_else(|| anyhow!("{key} holds a non-number"))
+                })
                 .collect()
         };
         match key.as_str() {
-            "failure-threshold" => config.failure_threshold = u32::try_from(small(u32::MAX.into())?)?,
+            "failure-threshold" => {
+                config.failure_threshold = u32::try_from(small(u32::MAX.into())?)?
+            }
             "min-calls" => config.min_calls = u32::try_from(small(u32::MAX.into())?)?,
             "failure-rate" => config.failure_rate = Some(u8::try_from(small(255)?)?),
             "slow-call-rate" => config.slow_call_rate = Some(u8::try_from(small(255)?)?),
@@ -166,7 +203,11 @@ pub fn core_config(json: &Map<String, Value>) -> Result<Config> {
             "buckets" => config.buckets = u8::try_from(small(255)?)?,
             "window-calls" => config.window_calls = Some(u16::try_from(small(u16::MAX.into())?)?),
             "cooldown-ms" => config.cooldown = ms(value, key)?,
-            "backoff-factor" => config.backoff_factor = value.as_f64().ok_or_else(|| anyhow!("{key} must be a number"))?,
+            "backoff-factor" => {
+                config.backoff_factor = value
+                    .as_f64()
+                    .ok_or_else(|| anyhow!("{key} must be a number"))?
+            }
             "max-cooldown-ms" => config.max_cooldown = Some(ms(value, key)?),
             "jitter-percent" => config.jitter_percent = u8::try_from(small(255)?)?,
             "jitter-seed" => config.jitter_seed = int()?,
@@ -175,17 +216,21 @@ pub fn core_config(json: &Map<String, Value>) -> Result<Config> {
             "half-open-required-successes" => {
                 config.half_open_required_successes = u32::try_from(small(u32::MAX.into())?)?
             }
-            "half-open-success-rate" => config.half_open_success_rate = Some(u8::try_from(small(255)?)?),
+            "half-open-success-rate" => {
+                config.half_open_success_rate = Some(u8::try_from(small(255)?)?)
+            }
             "probe-timeout-ms" => config.probe_timeout = ms(value, key)?,
             "fault-statuses" => {
-                config.fault_statuses = codes()?
-                    .into_iter()
-                    .try_fold(StatusSet::EMPTY, |set, c| Ok::<_, anyhow::Error>(set.with(u16::try_from(c)?)))?
+                config.fault_statuses =
+                    codes()?.into_iter().try_fold(StatusSet::EMPTY, |set, c| {
+                        Ok::<_, anyhow::Error>(set.with(u16::try_from(c)?))
+                    })?
             }
             "fault-grpc-codes" => {
-                config.fault_grpc_codes = codes()?
-                    .into_iter()
-                    .try_fold(GrpcSet::EMPTY, |set, c| Ok::<_, anyhow::Error>(set.with(u8::try_from(c)?)))?
+                config.fault_grpc_codes =
+                    codes()?.into_iter().try_fold(GrpcSet::EMPTY, |set, c| {
+                        Ok::<_, anyhow::Error>(set.with(u8::try_from(c)?))
+                    })?
             }
             other => bail!("unknown config key {other:?}"),
         }
@@ -196,7 +241,8 @@ pub fn core_config(json: &Map<String, Value>) -> Result<Config> {
 fn transitions_of(expect: &Value) -> Result<Vec<Step3>> {
     match expect.get("transitions") {
         None => Ok(Vec::new()),
-        Some(list) => serde_json::from_value(list.clone()).context("transitions must be [[from, to, reason], ...]"),
+        Some(list) => serde_json::from_value(list.clone())
+            .context("transitions must be [[from, to, reason], ...]"),
     }
 }
 
@@ -211,13 +257,21 @@ fn expect_bool(expect: &Value, key: &str) -> Option<bool> {
 
 /// Runs one parsed vector.
 pub fn run_vector<S: Subject>(vector: &Value) -> Result<()> {
-    let config_json = vector.get("config").and_then(Value::as_object).cloned().unwrap_or_default();
+    let config_json = vector
+        .get("config")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     let config = core_config(&config_json)?;
     if let Some(want) = vector.get("config-error") {
         return match S::create(&config, 0) {
             Ok(_) => bail!("config was accepted; expected an error"),
             Err((field, message)) => {
-                check("config-error field", field.as_str(), want["field"].as_str().unwrap_or_default())?;
+                check(
+                    "config-error field",
+                    field.as_str(),
+                    want["field"].as_str().unwrap_or_default(),
+                )?;
                 let want_message = want["message"].as_str().unwrap_or_default();
                 ensure!(
                     message.contains(want_message),
@@ -227,20 +281,34 @@ pub fn run_vector<S: Subject>(vector: &Value) -> Result<()> {
             }
         };
     }
-    let mut subject = S::create(&config, 0).map_err(|(f, m)| anyhow!("config refused: {f}: {m}"))?;
+    let mut subject =
+        S::create(&config, 0).map_err(|(f, m)| anyhow!("config refused: {f}: {m}"))?;
     let mut permits: BTreeMap<String, S::Permit> = BTreeMap::new();
     let mut snapshots: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut last_at = 0u64;
-    let steps = vector["steps"].as_array().ok_or_else(|| anyhow!("steps must be an array"))?;
+    let steps = vector["steps"]
+        .as_array()
+        .ok_or_else(|| anyhow!("steps must be an array"))?;
     for (index, step) in steps.iter().enumerate() {
         let at = ms(&step["at"], "at")?;
         if at < last_at && !step["clock-steps-back"].as_bool().unwrap_or(false) {
             bail!("step {index}: `at` goes backwards without clock-steps-back");
         }
         last_at = last_at.max(at);
-        let expect = step.get("expect").cloned().unwrap_or(Value::Object(Map::new()));
-        run_step(&mut subject, &config, step, &expect, at, &mut permits, &mut snapshots)
-            .with_context(|| format!("step {index} ({step})"))?;
+        let expect = step
+            .get("expect")
+            .cloned()
+            .unwrap_or(Value::Object(Map::new()));
+        run_step(
+            &mut subject,
+            &config,
+            step,
+            &expect,
+            at,
+            &mut permits,
+            &mut snapshots,
+        )
+        .with_context(|| format!("step {index} ({step})"))?;
     }
     Ok(())
 }
@@ -275,12 +343,19 @@ fn run_step<S: Subject>(
                             }
                         }
                         if let Some(name) = name {
-                            let key = if count == 1 { name.to_string() } else { format!("{name}.{admitted}") };
+                            let key = if count == 1 {
+                                name.to_string()
+                            } else {
+                                format!("{name}.{admitted}")
+                            };
                             permits.insert(key, permit);
                         }
                         admitted += 1;
                     }
-                    Decision::Rejected { reason, retry_after_ns } => {
+                    Decision::Rejected {
+                        reason,
+                        retry_after_ns,
+                    } => {
                         if count == 1 {
                             if let Some(want) = expect_bool(expect, "admitted") {
                                 check("admitted", false, want)?;
@@ -289,7 +364,11 @@ fn run_step<S: Subject>(
                                 check("rejected", reason.as_str(), want)?;
                             }
                             if let Some(want) = expect.get("retry-after-ms") {
-                                check("retry-after", retry_after_ns, ms(want, "retry-after-ms")?)?;
+                                check(
+                                    "retry-after-ms",
+                                    retry_after_ns / MILLISECOND,
+                                    ms(want, "retry-after-ms")? / MILLISECOND,
+                                )?;
                             }
                         }
                         rejected += 1;
@@ -306,11 +385,16 @@ fn run_step<S: Subject>(
         }
         "record" => {
             let name = name.ok_or_else(|| anyhow!("record needs a permit"))?;
-            let permit = permits.remove(name).ok_or_else(|| anyhow!("no permit named {name:?} is held"))?;
+            let permit = permits
+                .remove(name)
+                .ok_or_else(|| anyhow!("no permit named {name:?} is held"))?;
             let outcome = VectorOutcome::parse(step["outcome"].as_str().unwrap_or_default())?;
             match subject.record(permit, outcome, at) {
                 Ok(report) => {
-                    ensure!(!expect_bool(expect, "error").unwrap_or(false), "record succeeded; expected an error");
+                    ensure!(
+                        !expect_bool(expect, "error").unwrap_or(false),
+                        "record succeeded; expected an error"
+                    );
                     if let Some(want) = expect.get("class").and_then(Value::as_str) {
                         check("class", report.class.as_str(), want)?;
                     }
@@ -336,7 +420,9 @@ fn run_step<S: Subject>(
             let got = subject.metrics(at)?;
             if let Some(want) = expect.get("metrics").and_then(Value::as_object) {
                 for (key, want) in want {
-                    let got = got.get(key).ok_or_else(|| anyhow!("metrics lack {key:?}"))?;
+                    let got = got
+                        .get(key)
+                        .ok_or_else(|| anyhow!("metrics lack {key:?}"))?;
                     check(&format!("metrics.{key}"), got, want)?;
                 }
             }
@@ -345,12 +431,19 @@ fn run_step<S: Subject>(
             check("transitions", subject.manual(op, at)?, want_transitions)?;
         }
         "export" => {
-            let name = step["snapshot"].as_str().ok_or_else(|| anyhow!("export needs snapshot"))?;
+            let name = step["snapshot"]
+                .as_str()
+                .ok_or_else(|| anyhow!("export needs snapshot"))?;
             snapshots.insert(name.to_string(), subject.export(at)?);
         }
         "import" => {
-            let name = step["snapshot"].as_str().ok_or_else(|| anyhow!("import needs snapshot"))?;
-            let mut bytes = snapshots.get(name).cloned().ok_or_else(|| anyhow!("no snapshot {name:?}"))?;
+            let name = step["snapshot"]
+                .as_str()
+                .ok_or_else(|| anyhow!("import needs snapshot"))?;
+            let mut bytes = snapshots
+                .get(name)
+                .cloned()
+                .ok_or_else(|| anyhow!("no snapshot {name:?}"))?;
             match step.get("damage").and_then(Value::as_str) {
                 None => {}
                 Some("truncate") => {
@@ -362,7 +455,10 @@ fn run_step<S: Subject>(
                 }
                 Some(other) => bail!("unknown damage {other:?}"),
             }
-            let elapsed = ms(step.get("elapsed-ms").unwrap_or(&Value::from(0)), "elapsed-ms")?;
+            let elapsed = ms(
+                step.get("elapsed-ms").unwrap_or(&Value::from(0)),
+                "elapsed-ms",
+            )?;
             if step["fresh"].as_bool().unwrap_or(false) {
                 *subject = S::create(config, at).map_err(|(f, m)| anyhow!("{f}: {m}"))?;
                 permits.clear();

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use serde_json::Value;
 use tripgate_core::{
-    Breaker, Config, Metrics, Outcome, Permit, RejectReason, Transitions, MAX_EXPORT_LEN, MILLISECOND,
+    Breaker, Config, Metrics, Outcome, Permit, RejectReason, Transitions, MAX_EXPORT_LEN,
+    MILLISECOND,
 };
 use tripgate_vectors::{run_all, Decision, RecordReport, Step3, Subject, VectorOutcome};
 
@@ -14,7 +15,13 @@ struct Native(Breaker);
 fn steps(transitions: &Transitions) -> Vec<Step3> {
     transitions
         .iter()
-        .map(|t| [t.from.name().to_string(), t.to.name().to_string(), t.reason.name().to_string()])
+        .map(|t| {
+            [
+                t.from.name().to_string(),
+                t.to.name().to_string(),
+                t.reason.name().to_string(),
+            ]
+        })
         .collect()
 }
 
@@ -48,14 +55,20 @@ pub fn metric_map(m: &Metrics) -> BTreeMap<String, Value> {
     put("probes-out", m.probes_out.into());
     put("admitted-total", m.admitted_total.into());
     for reason in RejectReason::ALL {
-        put(&format!("rejected-{}", reason.name()), m.rejected(reason).into());
+        put(
+            &format!("rejected-{}", reason.name()),
+            m.rejected(reason).into(),
+        );
     }
     put("successes-total", m.successes_total.into());
     put("faults-total", m.faults_total.into());
     put("stale-total", m.stale_total.into());
     put("transitions-total", m.transitions_total.into());
     put("time-in-state-ms", (m.time_in_state / MILLISECOND).into());
-    put("cooldown-remaining-ms", (m.cooldown_remaining / MILLISECOND).into());
+    put(
+        "cooldown-remaining-ms",
+        (m.cooldown_remaining / MILLISECOND).into(),
+    );
     map
 }
 
@@ -83,7 +96,12 @@ impl Subject for Native {
         Ok((decision, steps(&admission.transitions)))
     }
 
-    fn record(&mut self, permit: Permit, vector: VectorOutcome, now: u64) -> Result<RecordReport, String> {
+    fn record(
+        &mut self,
+        permit: Permit,
+        vector: VectorOutcome,
+        now: u64,
+    ) -> Result<RecordReport, String> {
         let recorded = self.0.record(permit, outcome(vector)?, now);
         Ok(RecordReport {
             class: format!("{:?}", recorded.class).to_lowercase(),
@@ -119,7 +137,9 @@ impl Subject for Native {
     }
 
     fn import(&mut self, bytes: &[u8], elapsed: u64, now: u64) -> Result<(), String> {
-        self.0.import(bytes, elapsed, now).map_err(|e| e.to_string())
+        self.0
+            .import(bytes, elapsed, now)
+            .map_err(|e| e.to_string())
     }
 }
 
