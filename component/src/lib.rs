@@ -1,0 +1,533 @@
+//! # tripgate-component
+//!
+//! `tripgate-core` as a WASI 0.2 component exporting `tripgate:breaker/circuit-breaker`
+//! (`wit/breaker.wit`). This crate only translates: WIT values in, core calls, WIT values
+//! out. Every decision is the core's, so the component decides exactly as the native
+//! breaker does.
+//!
+//! Build: `cargo build -p tripgate-component --target wasm32-wasip2 --release`, which
+//! writes `target/wasm32-wasip2/release/tripgate_component.wasm`: a component with no
+//! imports.
+//!
+//! The component never traps on input. Bad configurations, statuses, gRPC codes and
+//! snapshot bytes come back as error values; a permit given to a breaker that did not
+//! issue it is refused as `foreign-permit`. Breakers and permits are reference counted
+//! (`Rc`), so a permit may outlive its breaker's handle: dropping it then releases it on the
+//! breaker it came from, which is freed with its last permit.
+
+#![no_std]
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+extern crate alloc;
+// Host builds only (`cargo clippy --workspace`, `cargo test --workspace`): std supplies
+// the panic handler and allocator there. The component itself is `no_std`.
+#[cfg(not(target_family = "wasm"))]
+extern crate std;
+
+use alloc::rc::Rc;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::cell::{Cell, RefCell};
+
+use tripgate_core as core_api;
+use tripgate_core::{
+    Breaker, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, Permit, Rule, StatusSet,
+};
+
+wit_bindgen::generate!({ path: "../wit", world: "tripgate" });
+
+use exports::tripgate::breaker::circuit_breaker as wit;
+
+/// Talc: a real allocator that frees (breakers and permits come and go), and smaller and
+/// faster on wasm than dlmalloc. The component is single-threaded.
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
+/// `panic = "abort"` and no code path that panics on input; should one ever be reached,
+/// the instance traps rather than unwinding across the component boundary.
+#[cfg(all(target_family = "wasm", not(test)))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    core::arch::wasm32::unreachable()
+}
+
+/// The canonical ABI's allocator export. On `wasm32-wasip2` wit-bindgen leaves it to `std`,
+/// which this component does not link, so it is defined here over the global allocator.
+///
+/// # Safety
+/// Called by the component host only, with the canonical ABI's contract: `old_ptr` and
+/// `old_len` describe an earlier allocation of this function (or `old_len` is 0), `align`
+/// is a power of two, and `new_len` is not zero when `old_len` is not.
+#[cfg(target_family = "wasm")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cabi_realloc(
+    old_ptr: *mut u8,
+    old_len: usize,
+    align: usize,
+    new_len: usize,
+) -> *mut u8 {
+    use core::alloc::Layout;
+    let ptr = if old_len == 0 {
+        if new_len == 0 {
+            return align as *mut u8;
+        }
+        // SAFETY: the canonical ABI passes a power-of-two alignment and a size that fits.
+        unsafe { alloc::alloc::alloc(Layout::from_size_align_unchecked(new_len, align)) }
+    } else {
+        // SAFETY: `old_ptr` was allocated here with this size and alignment.
+        unsafe {
+            alloc::alloc::realloc(
+                old_ptr,
+                Layout::from_size_align_unchecked(old_len, align),
+                new_len,
+            )
+        }
+    };
+    if ptr.is_null() {
+        // Out of memory: nothing sensible to return to the host.
+        core::arch::wasm32::unreachable();
+    }
+    ptr
+}
+
+struct Component;
+export!(Component);
+
+impl wit::Guest for Component {
+    type Breaker = BreakerResource;
+    type Permit = PermitResource;
+}
+
+/// One breaker, shared by its resource handle and its permits.
+type Shared = Rc<RefCell<Breaker>>;
+
+/// The `breaker` resource.
+struct BreakerResource(Shared);
+
+/// The `permit` resource: the core's permit and the breaker that issued it.
+struct PermitResource {
+    owner: Shared,
+    /// `None` once recorded.
+    permit: Cell<Option<Permit>>,
+    probe: bool,
+    epoch: u64,
+    started: u64,
+}
+
+impl PermitResource {
+    /// Releases the permit as `cancelled` on the breaker that issued it (at that breaker's
+    /// latest `now`: the core clamps 0 to the largest instant it has seen).
+    fn cancel(&self) {
+        if let Some(permit) = self.permit.take() {
+            if let Ok(mut breaker) = self.owner.try_borrow_mut() {
+                let _ = breaker.record(permit, Outcome::Cancelled, 0);
+            }
+        }
+    }
+}
+
+impl Drop for PermitResource {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+impl wit::GuestPermit for PermitResource {
+    fn is_probe(&self) -> bool {
+        self.probe
+    }
+
+    fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    fn started(&self) -> u64 {
+        self.started
+    }
+}
+
+impl wit::GuestBreaker for BreakerResource {
+    fn create(config: wit::Config, now: u64) -> Result<wit::Breaker, wit::ConfigError> {
+        let breaker = Breaker::new(core_config(config)?, now).map_err(config_error)?;
+        Ok(wit::Breaker::new(BreakerResource(Rc::new(RefCell::new(
+            breaker,
+        )))))
+    }
+
+    fn acquire(&self, now: u64) -> wit::Admission {
+        let admission = self.0.borrow_mut().acquire(now);
+        let decision = admission.decision.map(|permit| {
+            wit::Permit::new(PermitResource {
+                owner: Rc::clone(&self.0),
+                probe: permit.is_probe(),
+                epoch: permit.epoch(),
+                started: permit.started(),
+                permit: Cell::new(Some(permit)),
+            })
+        });
+        wit::Admission {
+            decision: decision.map_err(rejection),
+            transitions: transitions(&admission.transitions),
+        }
+    }
+
+    fn record_outcome(
+        &self,
+        permit: wit::Permit,
+        outcome: wit::Outcome,
+        now: u64,
+    ) -> Result<wit::Recorded, wit::RecordError> {
+        // On every error path `held` is dropped, which releases it as cancelled on its
+        // own breaker.
+        let held: PermitResource = permit.into_inner();
+        let outcome = core_outcome(outcome)?;
+        if !Rc::ptr_eq(&held.owner, &self.0) {
+            return Err(wit::RecordError::ForeignPermit);
+        }
+        let Some(permit) = held.permit.take() else {
+            return Err(wit::RecordError::MalformedPermit);
+        };
+        let recorded = self.0.borrow_mut().record(permit, outcome, now);
+        Ok(recorded_of(&recorded))
+    }
+
+    fn acquire_raw(&self, now: u64) -> wit::RawAdmission {
+        let admission = self.0.borrow_mut().acquire(now);
+        wit::RawAdmission {
+            decision: admission
+                .decision
+                .map(|permit| {
+                    let raw = permit.into_raw();
+                    wit::RawPermit {
+                        ticket: raw.ticket,
+                        started: raw.started,
+                    }
+                })
+                .map_err(rejection),
+            transitions: transitions(&admission.transitions),
+        }
+    }
+
+    fn record_raw(
+        &self,
+        permit: wit::RawPermit,
+        outcome: wit::Outcome,
+        now: u64,
+    ) -> Result<wit::Recorded, wit::RecordError> {
+        let outcome = core_outcome(outcome)?;
+        let raw = core_api::RawPermit {
+            ticket: permit.ticket,
+            started: permit.started,
+        };
+        let recorded = self
+            .0
+            .borrow_mut()
+            .record_raw(raw, outcome, now)
+            .map_err(|_| wit::RecordError::MalformedPermit)?;
+        Ok(recorded_of(&recorded))
+    }
+
+    fn state(&self, now: u64) -> wit::State {
+        state(self.0.borrow().state(now))
+    }
+
+    fn metrics(&self, now: u64) -> wit::Metrics {
+        let m = self.0.borrow().metrics(now);
+        let rejected = |reason| m.rejected(reason);
+        wit::Metrics {
+            state: state(m.state),
+            epoch: m.epoch,
+            window: wit::Tally {
+                calls: m.window.calls,
+                faults: m.window.faults,
+                slow: m.window.slow,
+            },
+            in_flight: m.in_flight,
+            hung: m.hung,
+            probes_out: m.probes_out,
+            admitted_total: m.admitted_total,
+            rejected_open: rejected(core_api::RejectReason::Open),
+            rejected_probing: rejected(core_api::RejectReason::Probing),
+            rejected_isolated: rejected(core_api::RejectReason::Isolated),
+            rejected_saturated: rejected(core_api::RejectReason::Saturated),
+            successes_total: m.successes_total,
+            faults_total: m.faults_total,
+            stale_total: m.stale_total,
+            transitions_total: m.transitions_total,
+            time_in_state: m.time_in_state,
+            cooldown_remaining: m.cooldown_remaining,
+            last_transition: m.last_transition.as_ref().map(transition),
+        }
+    }
+
+    fn isolate(&self, now: u64) -> Vec<wit::Transition> {
+        transitions(&self.0.borrow_mut().isolate(now))
+    }
+
+    fn release(&self, now: u64) -> Vec<wit::Transition> {
+        transitions(&self.0.borrow_mut().release(now))
+    }
+
+    fn disable(&self, now: u64) -> Vec<wit::Transition> {
+        transitions(&self.0.borrow_mut().disable(now))
+    }
+
+    fn reset(&self, now: u64) -> Vec<wit::Transition> {
+        transitions(&self.0.borrow_mut().reset(now))
+    }
+
+    fn export_state(&self, now: u64) -> Result<Vec<u8>, wit::SnapshotError> {
+        let mut buffer = [0u8; core_api::MAX_EXPORT_LEN];
+        let len = self
+            .0
+            .borrow()
+            .export(now, &mut buffer)
+            .map_err(snapshot_error)?;
+        Ok(buffer.get(..len).unwrap_or_default().to_vec())
+    }
+
+    fn import_state(
+        &self,
+        bytes: Vec<u8>,
+        elapsed: u64,
+        now: u64,
+    ) -> Result<(), wit::SnapshotError> {
+        self.0
+            .borrow_mut()
+            .import(&bytes, elapsed, now)
+            .map_err(snapshot_error)
+    }
+}
+
+// ---- translation: WIT to core ----
+
+fn core_config(c: wit::Config) -> Result<core_api::Config, wit::ConfigError> {
+    let d = core_api::Config::default();
+    Ok(core_api::Config {
+        failure_threshold: c.failure_threshold.unwrap_or(d.failure_threshold),
+        min_calls: c.min_calls.unwrap_or(d.min_calls),
+        failure_rate: c.failure_rate.or(d.failure_rate),
+        slow_call_rate: c.slow_call_rate.or(d.slow_call_rate),
+        slow_call_duration: c.slow_call_duration.or(d.slow_call_duration),
+        window: c.window.unwrap_or(d.window),
+        buckets: c.buckets.unwrap_or(d.buckets),
+        window_calls: c.window_calls.or(d.window_calls),
+        cooldown: c.cooldown.unwrap_or(d.cooldown),
+        backoff_factor: c.backoff_factor.unwrap_or(d.backoff_factor),
+        max_cooldown: c.max_cooldown.or(d.max_cooldown),
+        jitter_percent: c.jitter_percent.unwrap_or(d.jitter_percent),
+        jitter_seed: c.jitter_seed.unwrap_or(d.jitter_seed),
+        max_in_flight: c.max_in_flight.or(d.max_in_flight),
+        half_open_max_probes: c.half_open_max_probes.unwrap_or(d.half_open_max_probes),
+        half_open_required_successes: c
+            .half_open_required_successes
+            .unwrap_or(d.half_open_required_successes),
+        half_open_success_rate: c.half_open_success_rate.or(d.half_open_success_rate),
+        probe_timeout: c.probe_timeout.unwrap_or(d.probe_timeout),
+        fault_statuses: match c.fault_statuses {
+            None => d.fault_statuses,
+            Some(codes) => codes.into_iter().try_fold(StatusSet::EMPTY, |set, code| {
+                HttpStatus::new(code).map(|_| set.with(code)).map_err(|_| {
+                    let rule = Rule::Between(HttpStatus::MIN.into(), HttpStatus::MAX.into());
+                    list_error(wit::ConfigField::FaultStatuses, "fault-statuses", rule)
+                })
+            })?,
+        },
+        fault_grpc_codes: match c.fault_grpc_codes {
+            None => d.fault_grpc_codes,
+            Some(codes) => codes.into_iter().try_fold(GrpcSet::EMPTY, |set, code| {
+                GrpcCode::new(code).map(|_| set.with(code)).map_err(|_| {
+                    let rule = Rule::Between(0, GrpcCode::MAX.into());
+                    list_error(wit::ConfigField::FaultGrpcCodes, "fault-grpc-codes", rule)
+                })
+            })?,
+        },
+    })
+}
+
+/// An error for a code list (the core's sets drop invalid codes; the component refuses
+/// them, in the core's words).
+fn list_error(field: wit::ConfigField, name: &str, rule: Rule) -> wit::ConfigError {
+    wit::ConfigError {
+        field,
+        message: message(name, rule),
+    }
+}
+
+fn core_outcome(outcome: wit::Outcome) -> Result<Outcome, wit::RecordError> {
+    use wit::Outcome as W;
+    let outcome = match outcome {
+        W::Success => Ok(Outcome::Success),
+        W::Status(code) => Outcome::status(code),
+        W::Grpc(code) => Outcome::grpc(code),
+        W::Timeout => Ok(Outcome::Timeout),
+        W::ConnectionError => Ok(Outcome::ConnectionError),
+        W::Failure => Ok(Outcome::Failure),
+        W::Cancelled => Ok(Outcome::Cancelled),
+        W::Ignored => Ok(Outcome::Ignored),
+    };
+    outcome.map_err(|error| match error {
+        OutcomeError::Status(code) => wit::RecordError::InvalidStatus(code),
+        OutcomeError::GrpcCode(code) => wit::RecordError::InvalidGrpcCode(code),
+    })
+}
+
+// ---- translation: core to WIT ----
+
+fn config_error(error: core_api::ConfigError) -> wit::ConfigError {
+    use core_api::Field as F;
+    use wit::ConfigField as W;
+    let field = match error.field {
+        F::FailureThreshold => W::FailureThreshold,
+        F::MinCalls => W::MinCalls,
+        F::FailureRate => W::FailureRate,
+        F::SlowCallRate => W::SlowCallRate,
+        F::SlowCallDuration => W::SlowCallDuration,
+        F::Window => W::Window,
+        F::Buckets => W::Buckets,
+        F::WindowCalls => W::WindowCalls,
+        F::Cooldown => W::Cooldown,
+        F::BackoffFactor => W::BackoffFactor,
+        F::MaxCooldown => W::MaxCooldown,
+        F::JitterPercent => W::JitterPercent,
+        F::MaxInFlight => W::MaxInFlight,
+        F::HalfOpenMaxProbes => W::HalfOpenMaxProbes,
+        F::HalfOpenRequiredSuccesses => W::HalfOpenRequiredSuccesses,
+        F::HalfOpenSuccessRate => W::HalfOpenSuccessRate,
+        F::ProbeTimeout => W::ProbeTimeout,
+    };
+    wit::ConfigError {
+        field,
+        message: message(error.field.name(), error.rule),
+    }
+}
+
+/// `field rule`, the words of the core's `ConfigError` display. Spelled out here because
+/// the core's `Rule` display formats `MAX_BACKOFF_FACTOR` as a float, and float formatting
+/// alone would add about 20 KB to the component. The vectors check the words match.
+fn message(field: &str, rule: Rule) -> String {
+    let mut out = String::from(field);
+    out.push_str(" must be ");
+    let number = |n: u64| n.to_string();
+    match rule {
+        Rule::AtLeast(min) => {
+            out.push_str(">= ");
+            out.push_str(&number(min));
+        }
+        Rule::Between(lo, hi) => {
+            out.push_str("between ");
+            out.push_str(&number(lo));
+            out.push_str(" and ");
+            out.push_str(&number(hi));
+        }
+        Rule::Positive => out.push_str("> 0"),
+        Rule::AtLeastField(other) => {
+            out.push_str(">= ");
+            out.push_str(other.name());
+        }
+        Rule::Factor => {
+            out.push_str("a finite number between 1 and ");
+            // MAX_BACKOFF_FACTOR is a whole number (1000).
+            out.push_str(&number(core_api::MAX_BACKOFF_FACTOR as u64));
+        }
+    }
+    out
+}
+
+fn state(state: core_api::State) -> wit::State {
+    use core_api::State as S;
+    match state {
+        S::Closed => wit::State::Closed,
+        S::Open => wit::State::Open,
+        S::HalfOpen => wit::State::HalfOpen,
+        S::Isolated => wit::State::Isolated,
+        S::Disabled => wit::State::Disabled,
+    }
+}
+
+fn reason(reason: core_api::Reason) -> wit::Reason {
+    use core_api::Reason as R;
+    use wit::Reason as W;
+    match reason {
+        R::FailureThreshold => W::FailureThreshold,
+        R::FailureRate => W::FailureRate,
+        R::SlowCallRate => W::SlowCallRate,
+        R::HungCalls => W::HungCalls,
+        R::CooldownElapsed => W::CooldownElapsed,
+        R::ProbeFault => W::ProbeFault,
+        R::ProbeTimeout => W::ProbeTimeout,
+        R::ProbesSucceeded => W::ProbesSucceeded,
+        R::ProbeRateMissed => W::ProbeRateMissed,
+        R::Isolated => W::Isolated,
+        R::Released => W::Released,
+        R::Disabled => W::Disabled,
+        R::Reset => W::Reset,
+        R::Restored => W::Restored,
+    }
+}
+
+fn transition(t: &core_api::Transition) -> wit::Transition {
+    wit::Transition {
+        from: state(t.from),
+        to: state(t.to),
+        reason: reason(t.reason),
+        at: t.at,
+        epoch: t.epoch,
+    }
+}
+
+fn transitions(ts: &core_api::Transitions) -> Vec<wit::Transition> {
+    ts.iter().map(transition).collect()
+}
+
+fn rejection(r: core_api::Rejection) -> wit::Rejection {
+    use core_api::RejectReason as R;
+    wit::Rejection {
+        state: state(r.state),
+        reason: match r.reason {
+            R::Open => wit::RejectReason::Open,
+            R::Probing => wit::RejectReason::Probing,
+            R::Isolated => wit::RejectReason::Isolated,
+            R::Saturated => wit::RejectReason::Saturated,
+        },
+        retry_after: r.retry_after,
+    }
+}
+
+fn recorded_of(r: &core_api::Recorded) -> wit::Recorded {
+    wit::Recorded {
+        class: match r.class {
+            core_api::Class::Success => wit::Class::Success,
+            core_api::Class::Fault => wit::Class::Fault,
+            core_api::Class::Neutral => wit::Class::Neutral,
+        },
+        slow: r.slow,
+        stale: r.stale,
+        transitions: transitions(&r.transitions),
+    }
+}
+
+fn snapshot_error(error: core_api::SnapshotError) -> wit::SnapshotError {
+    use core_api::SnapshotError as E;
+    use wit::SnapshotErrorKind as K;
+    let kind = match error {
+        E::BufferTooSmall => K::BufferTooSmall,
+        E::Truncated => K::Truncated,
+        E::TrailingBytes => K::TrailingBytes,
+        E::NotAState => K::NotAState,
+        E::UnsupportedVersion(_) => K::UnsupportedVersion,
+        E::Checksum => K::Checksum,
+        E::WindowShape => K::WindowShape,
+        E::Corrupt(_) => K::Corrupt,
+    };
+    wit::SnapshotError {
+        kind,
+        message: error.to_string(),
+    }
+}
