@@ -211,16 +211,21 @@ impl Breaker {
     /// [`MAX_EXPORT_LEN`] bytes always suffices.
     pub fn export(&self, now: Nanos, out: &mut [u8]) -> Result<usize, SnapshotError> {
         let now = self.clock.peek(now);
+        // The timer goes out as it is, not as time has moved it: a transition that has
+        // fallen due is made, and reported, by the importer's next call, as it would have
+        // been here.
+        let (mut timer, mut last, mut stats) = (self.timer, self.stats.last, self.stats);
+        let mut probes = self.probes.clone();
         let projection = self.projected(now);
-        let (mut timer, mut last) = (projection.timer, projection.last);
-        let mut stats = self.stats;
-        stats.transitions = stats.transitions.saturating_add(projection.transitions);
-        stats.faults = stats.faults.saturating_add(projection.probe_timeouts);
-        let mut probes = if projection.transitions > 0 {
-            Probes::new()
-        } else {
-            self.probes.clone()
-        };
+        if projection.probe_timeouts > 0 {
+            // Except a probe timeout: it counts a fault and backs off, which the importer
+            // could not redo without the probes, so it is made here.
+            timer = projection.timer;
+            last = projection.last;
+            stats.transitions = stats.transitions.saturating_add(projection.transitions);
+            stats.faults = stats.faults.saturating_add(projection.probe_timeouts);
+            probes = Probes::new();
+        }
         if timer.state == State::HalfOpen {
             if let Some(newest) = probes.newest(now) {
                 // Probes out belong to the dead instance: wait until they would time out.
@@ -228,7 +233,11 @@ impl Breaker {
                 timer.state = State::Open;
                 timer.epoch = timer.epoch.wrapping_add(1);
                 timer.entered_at = now;
-                timer.open_for = self.config.probe_timeout.saturating_sub(since(now, newest));
+                timer.open_for = self
+                    .config
+                    .probe_timeout
+                    .saturating_sub(since(now, newest))
+                    .max(1);
                 stats.transitions = stats.transitions.saturating_add(1);
                 last = Some(Transition {
                     from,

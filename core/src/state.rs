@@ -168,11 +168,12 @@ pub struct Transition {
     pub epoch: u64,
 }
 
-/// The transitions one call caused, oldest first (at most two: a probe timeout that
-/// re-opens, then a cooldown that has already passed too).
+/// The transitions one call caused, oldest first. At most three: time alone can make two
+/// due (a probe timeout that re-opens, then a cooldown that has also passed), and the call
+/// itself can make one more (an operator's `isolate`, say).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Transitions {
-    items: [Option<Transition>; 2],
+    items: [Option<Transition>; 3],
 }
 
 impl Transitions {
