@@ -1,0 +1,31 @@
+// Entry point for workers, edge runtimes and browsers (wasm-bindgen --target web). Nothing
+// is fetched or compiled at import: call `initSync({ module })` with a compiled
+// `WebAssembly.Module` (edge runtimes hand one to you for an imported .wasm file, see
+// `tripgate/tripgate.wasm`), or `await init()` / `await init({ module_or_path })`.
+import initWasm, * as bindings from '../pkg/web/tripgate_wasm.js';
+import { _install } from './breaker.js';
+
+let ready = false;
+
+/** Instantiates the wasm module synchronously from a `WebAssembly.Module` or bytes. */
+export function initSync(options) {
+  if (!ready) {
+    bindings.initSync(options);
+    _install(bindings);
+    ready = true;
+  }
+}
+
+/** Instantiates the wasm module asynchronously (fetches it next to this file by default). */
+export async function init(options) {
+  if (!ready) {
+    await initWasm(options);
+    _install(bindings);
+    ready = true;
+  }
+}
+
+export {
+  CircuitBreaker, CircuitOpenError, InvalidStateError, Rejected, classifyError,
+  states, transitionReasons, rejectReasons,
+} from './breaker.js';
