@@ -1,0 +1,93 @@
+//! The core's [`Config`] in WIT form, and the component's config error as a Rust error.
+
+use std::fmt;
+
+use tripgate_core::Config;
+
+use crate::wit;
+
+/// `Config` → the WIT `config` record. Every field is sent (`some`), so the component's
+/// defaults never matter on this path; the code sets become lists.
+pub(crate) fn to_wit(c: &Config) -> wit::Config {
+    wit::Config {
+        failure_threshold: Some(c.failure_threshold),
+        min_calls: Some(c.min_calls),
+        failure_rate: c.failure_rate,
+        slow_call_rate: c.slow_call_rate,
+        slow_call_duration: c.slow_call_duration,
+        window: Some(c.window),
+        buckets: Some(c.buckets),
+        window_calls: c.window_calls,
+        cooldown: Some(c.cooldown),
+        backoff_factor: Some(c.backoff_factor),
+        max_cooldown: c.max_cooldown,
+        jitter_percent: Some(c.jitter_percent),
+        jitter_seed: Some(c.jitter_seed),
+        max_in_flight: c.max_in_flight,
+        half_open_max_probes: Some(c.half_open_max_probes),
+        half_open_required_successes: Some(c.half_open_required_successes),
+        half_open_success_rate: c.half_open_success_rate,
+        probe_timeout: Some(c.probe_timeout),
+        fault_statuses: Some(c.fault_statuses.iter().collect()),
+        fault_grpc_codes: Some(c.fault_grpc_codes.iter().collect()),
+    }
+}
+
+/// A configuration the component refused. `Display` is the rule in words, naming the
+/// field (`failure-threshold must be >= 1`), so `anyhow` chains read well.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The offending field.
+    pub field: wit::ConfigField,
+    /// The field and its rule in words.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// The field's kebab-case name, as in the WIT and the vectors (the core's name for
+    /// every field the core validates).
+    pub fn field_name(&self) -> &'static str {
+        use tripgate_core::Field as F;
+        use wit::ConfigField as W;
+        match self.field {
+            W::FailureThreshold => F::FailureThreshold,
+            W::MinCalls => F::MinCalls,
+            W::FailureRate => F::FailureRate,
+            W::SlowCallRate => F::SlowCallRate,
+            W::SlowCallDuration => F::SlowCallDuration,
+            W::Window => F::Window,
+            W::Buckets => F::Buckets,
+            W::WindowCalls => F::WindowCalls,
+            W::Cooldown => F::Cooldown,
+            W::BackoffFactor => F::BackoffFactor,
+            W::MaxCooldown => F::MaxCooldown,
+            W::JitterPercent => F::JitterPercent,
+            W::MaxInFlight => F::MaxInFlight,
+            W::HalfOpenMaxProbes => F::HalfOpenMaxProbes,
+            W::HalfOpenRequiredSuccesses => F::HalfOpenRequiredSuccesses,
+            W::HalfOpenSuccessRate => F::HalfOpenSuccessRate,
+            W::ProbeTimeout => F::ProbeTimeout,
+            // Validated by the component only (the core's sets drop invalid codes).
+            W::FaultStatuses => return "fault-statuses",
+            W::FaultGrpcCodes => return "fault-grpc-codes",
+        }
+        .name()
+    }
+}
+
+impl From<wit::ConfigError> for ConfigError {
+    fn from(e: wit::ConfigError) -> Self {
+        Self {
+            field: e.field,
+            message: e.message,
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
