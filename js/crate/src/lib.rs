@@ -42,8 +42,8 @@
 
 use tripgate_core as core_;
 use tripgate_core::{
-    Breaker as Core, Class, Config, ConfigError, Field, GrpcSet, Outcome, RawPermit, Reason,
-    RejectReason, Rule, State, StatusSet, Transitions, MILLISECOND,
+    Breaker as Core, Class, Config, ConfigError, Field, GrpcSet, Outcome, Permit, RawPermit,
+    Reason, RejectReason, Rule, State, StatusSet, Transitions, MILLISECOND,
 };
 use wasm_bindgen::prelude::*;
 
@@ -311,11 +311,9 @@ pub fn check_config(
 // The permit table
 // ---------------------------------------------------------------------------------------
 
-#[derive(Clone, Copy)]
 struct Slot {
-    raw: RawPermit,
+    permit: Option<Permit>,
     gen: u8,
-    live: bool,
 }
 
 /// Outstanding permits, indexed by handle.
@@ -328,6 +326,8 @@ struct Permits {
     sweep_at: usize,
 }
 
+const GEN_MASK: u8 = (1 << GEN_BITS) - 1;
+
 impl Permits {
     fn new() -> Self {
         Self {
@@ -338,12 +338,12 @@ impl Permits {
         }
     }
 
-    /// Frees the slots of permits from epochs before `epoch` (stale whatever happens).
+    /// Frees the slots of permits from epochs other than `epoch` (stale whatever happens).
     fn sweep(&mut self, epoch: u64) {
         for (index, slot) in self.slots.iter_mut().enumerate() {
-            if slot.live && slot.raw.ticket >> 7 != epoch {
-                slot.live = false;
-                slot.gen = slot.gen.wrapping_add(1) & ((1 << GEN_BITS) - 1);
+            if slot.permit.as_ref().is_some_and(|p| p.epoch() != epoch) {
+                slot.permit = None;
+                slot.gen = slot.gen.wrapping_add(1) & GEN_MASK;
                 self.live -= 1;
                 self.free.push(index as u32);
             }
@@ -351,46 +351,51 @@ impl Permits {
         self.sweep_at = (self.live * 2).max(64);
     }
 
-    /// Stores a permit; its handle, or `None` when 2²⁰ permits are out.
-    fn insert(&mut self, raw: RawPermit, current_epoch: impl FnOnce() -> u64) -> Option<i32> {
+    /// Stores a permit; its handle, or gives it back when 2²⁰ permits are out.
+    #[inline]
+    fn insert(
+        &mut self,
+        permit: Permit,
+        current_epoch: impl FnOnce() -> u64,
+    ) -> Result<i32, Permit> {
         if self.free.is_empty() && self.slots.len() >= self.sweep_at {
             self.sweep(current_epoch());
         }
+        let probe = i32::from(permit.is_probe());
         let index = match self.free.pop() {
             Some(index) => index as usize,
             None if self.slots.len() < MAX_SLOTS => {
                 self.slots.push(Slot {
-                    raw,
+                    permit: None,
                     gen: 0,
-                    live: false,
                 });
                 self.slots.len() - 1
             }
-            None => return None,
+            None => return Err(permit),
         };
-        let slot = self.slots.get_mut(index)?;
-        slot.raw = raw;
-        slot.live = true;
+        let Some(slot) = self.slots.get_mut(index) else {
+            return Err(permit);
+        };
+        slot.permit = Some(permit);
         self.live += 1;
-        let probe = i32::from(raw.ticket & 0x7f != 0);
-        Some(i32::from(slot.gen) << (1 + INDEX_BITS) | (index as i32) << 1 | probe)
+        Ok(i32::from(slot.gen) << (1 + INDEX_BITS) | (index as i32) << 1 | probe)
     }
 
     /// Takes the permit a handle names back out; `None` when it is not outstanding
     /// (recorded already, reclaimed, or never issued).
-    fn take(&mut self, handle: u32) -> Option<RawPermit> {
+    #[inline]
+    fn take(&mut self, handle: u32) -> Option<Permit> {
         let index = (handle >> 1) as usize & (MAX_SLOTS - 1);
         let gen = (handle >> (1 + INDEX_BITS)) as u8;
         let slot = self.slots.get_mut(index)?;
-        let probe = handle & 1 == 1;
-        if !slot.live || slot.gen != gen || (slot.raw.ticket & 0x7f != 0) != probe {
+        if slot.gen != gen || slot.permit.as_ref()?.is_probe() != (handle & 1 == 1) {
             return None;
         }
-        slot.live = false;
-        slot.gen = slot.gen.wrapping_add(1) & ((1 << GEN_BITS) - 1);
+        let permit = slot.permit.take()?;
+        slot.gen = slot.gen.wrapping_add(1) & GEN_MASK;
         self.live -= 1;
         self.free.push(index as u32);
-        Some(slot.raw)
+        Some(permit)
     }
 }
 
@@ -464,33 +469,41 @@ impl Breaker {
         let now = ns(now_ms);
         let admission = self.core.acquire(now);
         let moved = self.note(admission.transitions);
-        match admission.decision {
+        let rejection = match admission.decision {
             Ok(permit) => {
-                let raw = permit.into_raw();
                 let core = &self.core;
-                match self.permits.insert(raw, || core.metrics(now).epoch) {
-                    Some(handle) => handle + if moved { TRANSITIONED } else { 0 },
-                    None => {
+                match self.permits.insert(permit, || core.metrics(now).epoch) {
+                    Ok(handle) => return handle + if moved { TRANSITIONED } else { 0 },
+                    Err(permit) => {
                         // 2²⁰ permits out: hand this one straight back, uncounted.
-                        let released = self.core.record_raw(raw, Outcome::Ignored, now);
-                        let moved = match released {
-                            Ok(r) if self.note(r.transitions) => true,
-                            _ => moved,
-                        };
-                        self.retry_after = 0;
-                        self.rejected_state = self.core.state(now);
-                        self.rejected_reason = Some(RejectReason::Saturated);
-                        -(1 + reject_code(RejectReason::Saturated)) - if moved { 4 } else { 0 }
+                        let released = self.core.record(permit, Outcome::Ignored, now);
+                        let moved = self.note(released.transitions) || moved;
+                        let state = self.core.state(now);
+                        return self.rejected(RejectReason::Saturated, 0, state, moved);
                     }
                 }
             }
-            Err(rejection) => {
-                self.retry_after = rejection.retry_after;
-                self.rejected_state = rejection.state;
-                self.rejected_reason = Some(rejection.reason);
-                -(1 + reject_code(rejection.reason)) - if moved { 4 } else { 0 }
-            }
-        }
+            Err(rejection) => rejection,
+        };
+        self.rejected(
+            rejection.reason,
+            rejection.retry_after,
+            rejection.state,
+            moved,
+        )
+    }
+
+    fn rejected(
+        &mut self,
+        reason: RejectReason,
+        retry_after: u64,
+        state: State,
+        moved: bool,
+    ) -> i32 {
+        self.retry_after = retry_after;
+        self.rejected_state = state;
+        self.rejected_reason = Some(reason);
+        -(1 + reject_code(reason)) - if moved { 4 } else { 0 }
     }
 
     /// The last rejection's retry-after, in milliseconds.
@@ -517,22 +530,29 @@ impl Breaker {
             return BAD_OUTCOME;
         };
         let now = ns(now_ms);
-        let raw = self.permits.take(permit as u32).unwrap_or(RawPermit {
-            ticket: STALE_TICKET,
-            started: now,
-        });
-        match self.core.record_raw(raw, outcome, now) {
-            Ok(recorded) => {
-                let n = recorded.transitions.len() as i32;
-                self.note(recorded.transitions);
-                class_code(recorded.class)
-                    | i32::from(recorded.slow) << 2
-                    | i32::from(recorded.stale) << 3
-                    | n << 4
-            }
-            // Unreachable: the table only holds permits the core issued.
-            Err(_) => NOT_A_PERMIT,
+        let permit = match self.permits.take(permit as u32) {
+            Some(permit) => permit,
+            // Recorded already, reclaimed, or never issued: a ticket from no epoch, which
+            // the core classifies and counts as stale.
+            None => match (RawPermit {
+                ticket: STALE_TICKET,
+                started: now,
+            })
+            .into_permit()
+            {
+                Ok(permit) => permit,
+                Err(_) => return NOT_A_PERMIT,
+            },
+        };
+        let recorded = self.core.record(permit, outcome, now);
+        let mut code = class_code(recorded.class)
+            | i32::from(recorded.slow) << 2
+            | i32::from(recorded.stale) << 3;
+        if !recorded.transitions.is_empty() {
+            code |= (recorded.transitions.len() as i32) << 4;
+            self.transitions = recorded.transitions;
         }
+        code
     }
 
     /// Copies the transitions of the last call that caused any into `out` (5 numbers

@@ -1,0 +1,136 @@
+// Runs one scenario vector (format: tests/vectors/README.md) against any host that looks
+// like a breaker to `makeSubject`. The wasm-bindgen package and the jco-transpiled
+// component share it, so "same decisions" means the same checks.
+import assert from 'node:assert/strict';
+
+/**
+ * A subject: { create(options, nowMs) -> instance | throws, and per instance:
+ *   acquire(now) -> { admitted, permit, probe, reason, retryAfterMs, transitions }
+ *   record(permit, outcome, now) -> { class, slow, stale, transitions } | throws
+ *   state(now), metrics(now) -> vector-keyed object, manual(op, now) -> transitions,
+ *   export(now) -> Uint8Array, import(bytes, elapsedMs, now) (throws on refusal) }
+ */
+export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage }) {
+  const options = optionsOf(vector.config ?? {});
+  if (vector['config-error']) {
+    const want = vector['config-error'];
+    assert.throws(() => subject.create(options, 0), (error) => {
+      subject.checkConfigError(error, want, { optionOfField, jsMessage });
+      return true;
+    });
+    return;
+  }
+  let breaker = subject.create(options, 0);
+  const permits = new Map();
+  const snapshots = new Map();
+  let last = 0;
+  vector.steps.forEach((step, index) => {
+    const where = `step ${index} ${JSON.stringify(step)}`;
+    const at = step.at;
+    if (at < last && !step['clock-steps-back']) assert.fail(`${where}: time goes backwards`);
+    last = Math.max(last, at);
+    const expect = step.expect ?? {};
+    const wantTransitions = expect.transitions ?? [];
+    switch (step.op) {
+      case 'acquire': {
+        const count = step.count ?? 1;
+        let admitted = 0;
+        let rejected = 0;
+        const all = [];
+        for (let i = 0; i < count; i++) {
+          const d = breaker.acquire(at);
+          all.push(...d.transitions);
+          if (d.admitted) {
+            if (count === 1) {
+              if ('admitted' in expect) assert.equal(true, expect.admitted, `${where}: admitted`);
+              if ('probe' in expect) assert.equal(d.probe, expect.probe, `${where}: probe`);
+            }
+            if (step.permit !== undefined) {
+              permits.set(count === 1 ? step.permit : `${step.permit}.${admitted}`, d.permit);
+            }
+            admitted++;
+          } else {
+            if (count === 1) {
+              if ('admitted' in expect) assert.equal(false, expect.admitted, `${where}: admitted`);
+              if ('rejected' in expect) assert.equal(d.reason, expect.rejected, `${where}: rejected`);
+              if ('retry-after-ms' in expect) {
+                assert.equal(d.retryAfterMs, expect['retry-after-ms'], `${where}: retry-after-ms`);
+              }
+            }
+            rejected++;
+          }
+        }
+        if ('admitted-count' in expect) assert.equal(admitted, expect['admitted-count'], `${where}: admitted-count`);
+        if ('rejected-count' in expect) assert.equal(rejected, expect['rejected-count'], `${where}: rejected-count`);
+        assert.deepEqual(all, wantTransitions, `${where}: transitions`);
+        break;
+      }
+      case 'record': {
+        assert.ok(permits.has(step.permit), `${where}: no permit named ${step.permit}`);
+        const permit = permits.get(step.permit);
+        permits.delete(step.permit);
+        let report;
+        try {
+          report = breaker.record(permit, step.outcome, at);
+        } catch (error) {
+          assert.ok(expect.error, `${where}: record failed unexpectedly: ${error.message}`);
+          assert.ok(error.message, `${where}: record error has no message`);
+          break;
+        }
+        assert.ok(!expect.error, `${where}: record succeeded; expected an error`);
+        if ('class' in expect) assert.equal(report.class, expect.class, `${where}: class`);
+        if ('slow' in expect) assert.equal(report.slow, expect.slow, `${where}: slow`);
+        if ('stale' in expect) assert.equal(report.stale, expect.stale, `${where}: stale`);
+        assert.deepEqual(report.transitions, wantTransitions, `${where}: transitions`);
+        break;
+      }
+      case 'state':
+        break;
+      case 'metrics': {
+        const got = breaker.metrics(at);
+        for (const [key, want] of Object.entries(expect.metrics ?? {})) {
+          assert.ok(key in got, `${where}: metrics lack ${key}`);
+          assert.equal(got[key], want, `${where}: metrics.${key}`);
+        }
+        break;
+      }
+      case 'isolate':
+      case 'release':
+      case 'disable':
+      case 'reset':
+        assert.deepEqual(breaker.manual(step.op, at), wantTransitions, `${where}: transitions`);
+        break;
+      case 'export':
+        snapshots.set(step.snapshot, breaker.export(at));
+        break;
+      case 'import': {
+        assert.ok(snapshots.has(step.snapshot), `${where}: no snapshot ${step.snapshot}`);
+        const bytes = Uint8Array.from(snapshots.get(step.snapshot));
+        let damaged = bytes;
+        if (step.damage === 'truncate') damaged = bytes.slice(0, bytes.length - 1);
+        else if (step.damage === 'flip') damaged[bytes.length >> 1] = ~damaged[bytes.length >> 1] & 0xff;
+        else if (step.damage !== undefined) assert.fail(`${where}: unknown damage ${step.damage}`);
+        if (step.fresh) {
+          breaker = subject.create(options, at);
+          permits.clear();
+        }
+        let error = null;
+        try {
+          breaker.import(damaged, step['elapsed-ms'] ?? 0, at);
+        } catch (e) {
+          error = e;
+        }
+        if (expect.error) {
+          assert.ok(error, `${where}: import succeeded; expected an error`);
+          assert.ok(error.message, `${where}: import error has no message`);
+        } else {
+          assert.equal(error, null, `${where}: import failed: ${error?.message}`);
+        }
+        break;
+      }
+      default:
+        assert.fail(`${where}: unknown op ${step.op}`);
+    }
+    if ('state' in expect) assert.equal(breaker.state(at), expect.state, `${where}: state`);
+  });
+}
