@@ -69,10 +69,15 @@ pub use tripgate_core::{
 /// The code `bindgen!` generates from `wit/breaker.wit` (its docs are the WIT's).
 #[allow(missing_docs)]
 pub mod bindings {
-    wasmtime::component::bindgen!({ path: "../wit", world: "tripgate" });
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "tripgate",
+        additional_derives: [PartialEq],
+    });
 }
 
-use bindings::exports::tripgate::breaker::circuit_breaker as wit;
+/// The WIT interface's types, as `bindgen!` names them.
+pub use bindings::exports::tripgate::breaker::circuit_breaker as wit;
 pub use wit::{
     Class, Metrics, Outcome, RawPermit, Reason, RejectReason, Rejection, SnapshotError, State,
     Tally, Transition,
@@ -284,12 +289,17 @@ impl Instance {
     /// A new breaker in this instance, created now. A bad config is a [`ConfigError`]
     /// naming the field (`failure-threshold must be >= 1`).
     pub fn breaker(&self, config: &Config) -> Result<Breaker> {
+        self.breaker_from_wit(&config::to_wit(config))
+    }
+
+    /// A new breaker from the WIT `config` record, whose fields are all optional
+    /// (`None` takes the default): for configs read from files or other hosts.
+    pub fn breaker_from_wit(&self, wit_config: &wit::Config) -> Result<Breaker> {
         let now = self.shared.clock.now();
-        let wit_config = config::to_wit(config);
         let created = {
             let mut guest = self.shared.lock();
             let (api, store) = guest.breakers();
-            api.call_create(store, &wit_config, now)?
+            api.call_create(store, wit_config, now)?
         };
         let resource = created.map_err(ConfigError::from)?;
         Ok(Breaker {
@@ -351,7 +361,7 @@ pub struct RawAdmission {
 }
 
 /// What recording an outcome did.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Recorded {
     /// How the breaker classified the outcome.
     pub class: Class,
@@ -376,7 +386,7 @@ impl From<wit::Recorded> for Recorded {
 
 /// An outcome the breaker refused (an invalid status or gRPC code, a permit from another
 /// breaker). Nothing was counted. The `Display` text is the core's.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RecordError(pub wit::RecordError);
 
 impl fmt::Display for RecordError {
@@ -551,6 +561,11 @@ impl Permit {
     /// Hands the permit to `breaker` (normally the one that issued it; any other refuses
     /// it with [`RecordError`] `foreign-permit` and releases it on its own breaker).
     pub fn record_on(mut self, breaker: &Breaker, outcome: Outcome) -> Result<Recorded> {
+        if !Arc::ptr_eq(&breaker.shared.instance, &self.breaker.instance) {
+            // Another instance cannot even see the handle: refuse it as the component
+            // refuses a foreign permit, and release it on its own breaker (by `Drop`).
+            return Err(RecordError(wit::RecordError::ForeignPermit).into());
+        }
         let resource = self
             .resource
             .take()
