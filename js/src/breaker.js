@@ -198,6 +198,23 @@ function classifyValue(value) {
   return SUCCESS;
 }
 
+/** An outcome code as the outcome `record` takes (`'timeout'`, `503`, `{ grpc: 14 }`, ...). */
+function outcomeOfCode(code) {
+  if (code < KIND) return code;
+  if (code >= GRPC) return { grpc: code - GRPC };
+  return Object.keys(KINDS)[code - KIND];
+}
+
+/** How `execute` classifies a value `fn` resolved with, as an outcome for `record`. */
+export function classifyResult(value) {
+  return outcomeOfCode(classifyValue(value));
+}
+
+/** How `execute` classifies an error `fn` threw, as an outcome for `record`. */
+export function classifyError(error) {
+  return outcomeOfCode(errorCode(error));
+}
+
 /**
  * The outcome code of an error `fn` threw: an HTTP status it carries; a gRPC status of a
  * grpc-js error; a connection failure or timeout by its `code`; `TimeoutError` as a
@@ -205,7 +222,7 @@ function classifyValue(value) {
  * wraps socket errors as `TypeError: fetch failed` with the real error as its cause) and
  * the first error of an `AggregateError`.
  */
-export function classifyError(error) {
+function errorCode(error) {
   let err = error;
   for (let depth = 0; depth < 5 && typeof err === 'object' && err !== null; depth++) {
     const status = statusOf(err);
@@ -468,7 +485,7 @@ export class CircuitBreaker {
     try {
       value = await fn(NEVER_ABORTED);
     } catch (error) {
-      this.#settle(permit, classifyError(error));
+      this.#settle(permit, errorCode(error));
       if (hasFallback) return applyFallback(fallback, error);
       throw error;
     }
@@ -529,7 +546,7 @@ export class CircuitBreaker {
         },
         (error) => {
           if (done) return;
-          finish(classifyError(error));
+          finish(errorCode(error));
           fail(error);
         },
       );

