@@ -121,12 +121,12 @@ struct PermitResource {
 }
 
 impl PermitResource {
-    /// Releases the permit as `cancelled` on the breaker that issued it (at that breaker's
-    /// latest `now`: the core clamps 0 to the largest instant it has seen).
-    fn cancel(&self) {
+    /// Releases the permit as `cancelled` on the breaker that issued it, at `now` (the core
+    /// clamps a `now` below the largest instant it has seen, so 0 means "then").
+    fn cancel(&self, now: u64) {
         if let Some(permit) = self.permit.take() {
             if let Ok(mut breaker) = self.owner.try_borrow_mut() {
-                let _ = breaker.record(permit, Outcome::Cancelled, 0);
+                let _ = breaker.record(permit, Outcome::Cancelled, now);
             }
         }
     }
@@ -134,7 +134,8 @@ impl PermitResource {
 
 impl Drop for PermitResource {
     fn drop(&mut self) {
-        self.cancel();
+        // A destructor has no `now`: the breaker's latest instant stands in.
+        self.cancel(0);
     }
 }
 
@@ -183,13 +184,19 @@ impl wit::GuestBreaker for BreakerResource {
         outcome: wit::Outcome,
         now: u64,
     ) -> Result<wit::Recorded, wit::RecordError> {
-        // On every error path `held` is dropped, which releases it as cancelled on its
-        // own breaker.
         let held: PermitResource = permit.into_inner();
-        let outcome = core_outcome(outcome)?;
         if !Rc::ptr_eq(&held.owner, &self.0) {
+            // Dropping `held` releases it on its own breaker, at that breaker's latest
+            // instant (this `now` is another breaker's).
             return Err(wit::RecordError::ForeignPermit);
         }
+        let outcome = match core_outcome(outcome) {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                held.cancel(now);
+                return Err(error);
+            }
+        };
         let Some(permit) = held.permit.take() else {
             return Err(wit::RecordError::MalformedPermit);
         };

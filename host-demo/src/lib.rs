@@ -578,10 +578,23 @@ impl Permit {
 }
 
 impl Drop for Permit {
+    /// Records `cancelled` at the clock's `now` (the guest's destructor would use the
+    /// breaker's latest instant instead, having no clock), which also drops the handle.
     fn drop(&mut self) {
         if let Some(resource) = self.resource.take() {
+            let now = self.breaker.instance.clock.now();
             let mut guest = self.breaker.instance.lock();
-            let _ = resource.resource_drop(&mut guest.store);
+            let (api, store) = guest.breakers();
+            let recorded = api.call_record_outcome(
+                &mut *store,
+                self.breaker.resource,
+                resource,
+                Outcome::Cancelled,
+                now,
+            );
+            if recorded.is_err() {
+                let _ = resource.resource_drop(store);
+            }
         }
     }
 }
