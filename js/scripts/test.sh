@@ -7,6 +7,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$JS"
 
 status=0
+echo "== tsc: the TypeScript declarations (index.d.ts) against test/types-check.ts"
+node node_modules/typescript/bin/tsc -p test || status=1
 for node in node "$NODE24"; do
   echo "== node $("$node" --version): node --test test/*.test.js"
   "$node" --test --test-reporter=spec test/*.test.js || status=1

@@ -1,0 +1,271 @@
+// Type declarations for `tripgate` (both entry points: `tripgate/node` and `tripgate/web`;
+// the bare `tripgate` picks one by runtime condition).
+
+/** The breaker's state. `open` past its cooldown reads `half-open`. */
+export type State = 'closed' | 'open' | 'half-open' | 'isolated' | 'disabled';
+
+/** Why a call was turned away. */
+export type RejectReason = 'open' | 'probing' | 'isolated' | 'saturated';
+
+/** Why a transition happened. */
+export type TransitionReason =
+  | 'failure-threshold' | 'failure-rate' | 'slow-call-rate' | 'hung-calls' | 'cooldown-elapsed'
+  | 'probe-fault' | 'probe-timeout' | 'probes-succeeded' | 'probe-rate-missed' | 'isolated'
+  | 'released' | 'disabled' | 'reset' | 'restored';
+
+/** How the breaker classified an outcome. */
+export type OutcomeClass = 'success' | 'fault' | 'neutral';
+
+/**
+ * What happened to an admitted call:
+ * - a kind: `success`; `timeout`, `connection-error`, `failure` (faults); `cancelled`,
+ *   `ignored` (neutral: release the permit, count as nothing);
+ * - an HTTP status (100–599; 5xx and 429 are faults by default, every other status means
+ *   the upstream answered), or anything with a numeric `status`/`statusCode` such as a
+ *   fetch `Response`; the strings `status:N` and `grpc:N` are accepted too;
+ * - `{ grpc: code }` (0–16; 4, 8, 13 and 14 are faults by default).
+ */
+export type Outcome =
+  | 'success' | 'timeout' | 'connection-error' | 'failure' | 'cancelled' | 'ignored'
+  | `status:${number}` | `grpc:${number}`
+  | number
+  | { status: number }
+  | { statusCode: number }
+  | { grpc: number };
+
+/**
+ * A permit: the number `acquire()` returned when it admitted a call (>= 0). Hand it back
+ * to `record` exactly once. A plain number, so the hot path allocates nothing.
+ */
+export type Permit = number;
+
+/** Negative codes `acquire()` returns when it turns a call away. */
+export declare const Rejected: Readonly<{ OPEN: -1; PROBING: -2; ISOLATED: -3; SATURATED: -4 }>;
+
+export interface CircuitBreakerOptions {
+  /** Faults in the window that trip the breaker (with at least `minCalls` calls). Default 5. */
+  failureThreshold?: number;
+  /** Calls the window must hold before any rule may trip. Default 5. */
+  minCalls?: number;
+  /** Trip when this percentage (1–100) of the window's calls are faults. Off by default. */
+  failureRate?: number;
+  /** Trip when this percentage (1–100) of the window's calls are slow. Off by default. */
+  slowCallRate?: number;
+  /**
+   * A success slower than this is slow. Also turns on hang detection: `failureThreshold`
+   * calls still in flight after this long trip the breaker before any of them times out.
+   */
+  slowCallDurationMs?: number;
+  /** Span of the sliding time window. Default 30 000. */
+  windowMs?: number;
+  /** Buckets of the time window (1–64). Default 10. */
+  buckets?: number;
+  /** Use a count-based window of the last N outcomes (1–1024) instead. */
+  windowCalls?: number;
+  /** How long the breaker stays open before letting probes through. Default 15 000. */
+  cooldownMs?: number;
+  /** Each re-open straight from half-open multiplies the cooldown by this (1–1000). Default 1. */
+  backoffFactor?: number;
+  /** Cap on the backed-off cooldown. */
+  maxCooldownMs?: number;
+  /** Lengthen each cooldown by up to this percentage (0–100), drawn from `jitterSeed`. */
+  jitterPercent?: number;
+  /** Seed for the jitter (a safe integer): the same seed replays the same cooldowns. */
+  jitterSeed?: number;
+  /** Concurrency cap while closed; callers beyond it are rejected as `saturated`. */
+  maxInFlight?: number;
+  /** Probes outstanding at once in half-open (K, 1–64). Default 1. */
+  halfOpenMaxProbes?: number;
+  /** Consecutive probe successes that close the breaker (M). Default 2. */
+  halfOpenRequiredSuccesses?: number;
+  /** Graduate by rate: after M probe outcomes, close if this percentage succeeded. */
+  halfOpenSuccessRate?: number;
+  /** A probe with no outcome after this long counts as a timeout fault. Default 15 000. */
+  probeTimeoutMs?: number;
+  /** HTTP statuses that are faults; replaces the default (500–599 and 429). */
+  faultStatuses?: Iterable<number>;
+  /** gRPC codes that are faults; replaces the default (4, 8, 13, 14). */
+  faultGrpcCodes?: Iterable<number>;
+  /** Default `timeoutMs` for `execute`. None by default. */
+  timeoutMs?: number;
+  /** Monotonic milliseconds. Default `() => performance.now()`. Never wall-clock time. */
+  clock?: () => number;
+}
+
+export interface ExecuteOptions<F> {
+  /** Abort `fn`'s signal and reject with a `TimeoutError` (recorded as `timeout`) after this long. */
+  timeoutMs?: number;
+  /**
+   * The caller's own signal: aborting it aborts `fn`'s signal, rejects with its reason and
+   * records `cancelled` (neutral). An already-aborted signal rejects without acquiring.
+   */
+  signal?: AbortSignal | null;
+  /**
+   * Returned instead of throwing when the breaker rejects the call (`CircuitOpenError`) or
+   * `fn` fails (throws, or times out); a function is called with the error. Not used when
+   * the caller aborted.
+   */
+  fallback?: F | ((error: unknown) => F | PromiseLike<F>);
+}
+
+export interface Transition {
+  from: State;
+  to: State;
+  reason: TransitionReason;
+  /** When it happened, on the breaker's clock (ms). Time-driven transitions report when they fell due. */
+  atMs: number;
+  /** The epoch entered. */
+  epoch: number;
+}
+
+export interface Rejection {
+  reason: RejectReason;
+  /** When trying again could succeed, in ms (0: no estimate). */
+  retryAfterMs: number;
+  /** The state that rejected. */
+  state: State;
+}
+
+export interface RecordReport {
+  class: OutcomeClass;
+  /** A success slower than `slowCallDurationMs`. */
+  slow: boolean;
+  /** The permit was from an earlier epoch, already recorded, or reclaimed: nothing was counted. */
+  stale: boolean;
+}
+
+export interface Metrics {
+  state: State;
+  epoch: number;
+  /** Calls, faults and slow calls in the window. */
+  calls: number;
+  faults: number;
+  slow: number;
+  /** Normal calls of this epoch still out, and those out longer than `slowCallDurationMs`. */
+  inFlight: number;
+  hung: number;
+  probesOut: number;
+  admittedTotal: number;
+  rejectedTotal: Record<RejectReason, number>;
+  successesTotal: number;
+  faultsTotal: number;
+  staleTotal: number;
+  transitionsTotal: number;
+  timeInStateMs: number;
+  cooldownRemainingMs: number;
+  lastTransition: Transition | null;
+}
+
+export type BreakerEvent = 'transition' | State;
+
+/** Thrown (or handed to `fallback`) by `execute` when the breaker turns a call away. */
+export declare class CircuitOpenError extends Error {
+  readonly name: 'CircuitOpenError';
+  readonly code: 'ERR_CIRCUIT_OPEN';
+  readonly reason: RejectReason;
+  /** When trying again could succeed, in ms (0: no estimate). */
+  readonly retryAfterMs: number;
+  readonly state: State;
+}
+
+/** Thrown by `importState` for bytes that are not a valid exported state. */
+export declare class InvalidStateError extends Error {
+  readonly name: 'InvalidStateError';
+  readonly code: 'ERR_TRIPGATE_INVALID_STATE';
+}
+
+/** Option errors carry the option's name. */
+export interface OptionError extends Error {
+  readonly code: 'ERR_INVALID_ARG_TYPE' | 'ERR_OUT_OF_RANGE';
+  readonly option: string;
+}
+
+export declare class CircuitBreaker {
+  /**
+   * Validates `options`: a wrong type throws `TypeError`, a value out of range
+   * `RangeError`; both name the option (`error.option`). Unknown options are refused.
+   */
+  constructor(options?: CircuitBreakerOptions);
+
+  /** Admits a call (a permit, >= 0) or turns it away (a negative `Rejected` code). Never throws. */
+  acquire(): Permit;
+  /** `acquire()`, throwing `CircuitOpenError` on rejection. */
+  acquireOrThrow(): Permit;
+  /**
+   * Hands a permit back with its call's outcome; returns the class. Throws `RangeError` /
+   * `TypeError` (and changes nothing, the permit stays out) on an invalid outcome.
+   */
+  record(permit: Permit, outcome: Outcome): OutcomeClass;
+  /** Whether a permit is a half-open probe. */
+  static isProbe(permit: Permit): boolean;
+  /** How the last `record` went. */
+  readonly lastRecord: RecordReport;
+  /** The last rejection, or null before any. */
+  readonly lastRejection: Rejection | null;
+  /** Retry-after of the last rejection, in ms. */
+  readonly retryAfterMs: number;
+
+  /**
+   * Runs `fn(signal)` through the breaker and records its outcome exactly once: a resolved
+   * value with a numeric `status`/`statusCode` (a fetch `Response`) by that status, other
+   * values as success; a thrown error by its `status`/`statusCode`, as `connection-error`
+   * for ECONNREFUSED, ECONNRESET, ENOTFOUND, ETIMEDOUT, EAI_AGAIN (also in `cause`, as
+   * fetch wraps them), as `timeout` for this call's own timeout or a `TimeoutError`, as
+   * `cancelled` for the caller's abort or an `AbortError`, else as `failure`.
+   * Rejects with `CircuitOpenError` when turned away (unless `fallback` is given).
+   */
+  execute<T, F = never>(fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: ExecuteOptions<F>): Promise<T | F>;
+
+  /** The effective state now. */
+  readonly state: State;
+  /** A metrics snapshot. */
+  metrics(): Metrics;
+
+  /** Forces the breaker open (rejecting as `isolated`) until `release()`. */
+  isolate(): void;
+  /** Closes an isolated or disabled breaker, with an empty window. */
+  release(): void;
+  /** Admits everything and never trips, still measuring, until `release()`. */
+  disable(): void;
+  /** Back to closed from any state, with an empty window; every permit out becomes stale. */
+  reset(): void;
+
+  /** The full state as compact versioned bytes, with times relative to now. */
+  exportState(): Uint8Array;
+  /** Replaces the state with one exported `elapsedMs` ago (same window options required). */
+  importState(state: Uint8Array | ArrayBufferView | ArrayBuffer, elapsedMs?: number): void;
+  /** A new breaker with `options` holding a state exported `elapsedMs` ago. */
+  static importState(state: Uint8Array | ArrayBufferView | ArrayBuffer, options?: CircuitBreakerOptions, elapsedMs?: number): CircuitBreaker;
+
+  /** Listens to transitions: every one (`transition`) or those entering a state. */
+  on(event: BreakerEvent, listener: (transition: Transition) => void): this;
+  once(event: BreakerEvent, listener: (transition: Transition) => void): this;
+  off(event: BreakerEvent, listener: (transition: Transition) => void): this;
+
+  /** Permits handed out and not yet recorded. */
+  readonly outstandingPermits: number;
+  /** Frees the wasm memory now (otherwise at garbage collection). */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+/** How `execute` classifies an error, as an outcome for `record`. */
+export declare function classifyError(error: unknown): Outcome;
+/** How `execute` classifies a resolved value, as an outcome for `record`. */
+export declare function classifyResult(value: unknown): Outcome;
+
+export declare const states: readonly State[];
+export declare const transitionReasons: readonly TransitionReason[];
+export declare const rejectReasons: readonly RejectReason[];
+
+/** Input accepted by `initSync` (wasm-bindgen's `--target web`). */
+export type SyncInitInput = { module: WebAssembly.Module | BufferSource } | WebAssembly.Module | BufferSource;
+/** Input accepted by `init`. */
+export type InitInput = { module_or_path: WebAssembly.Module | BufferSource | URL | string | Response | Promise<Response> };
+
+/**
+ * Workers and edge runtimes (`tripgate/web`): instantiate the wasm module before the first
+ * breaker. A no-op on Node.
+ */
+export declare function initSync(input?: SyncInitInput): void;
+export declare function init(input?: InitInput): Promise<void>;

@@ -1,0 +1,41 @@
+// Compiled with `tsc --noEmit -p test` by scripts/test.sh: the declarations describe the
+// API as the tests use it. Not run.
+import {
+  CircuitBreaker, CircuitOpenError, Rejected, classifyError, initSync,
+  type Metrics, type Outcome, type Permit, type State, type Transition,
+} from 'tripgate';
+
+const breaker = new CircuitBreaker({ failureThreshold: 3, cooldownMs: 5_000, faultStatuses: [408, 503], clock: () => performance.now() });
+const permit: Permit = breaker.acquire();
+if (permit === Rejected.OPEN) {
+  const retry: number | undefined = breaker.lastRejection?.retryAfterMs;
+  void retry;
+} else if (permit >= 0) {
+  const cls: 'success' | 'fault' | 'neutral' = breaker.record(permit, 503);
+  void cls;
+}
+breaker.record(breaker.acquire(), { grpc: 14 });
+breaker.record(breaker.acquire(), 'connection-error');
+const outcome: Outcome = classifyError(new Error('x'));
+void outcome;
+const state: State = breaker.state;
+const metrics: Metrics = breaker.metrics();
+void state; void metrics.rejectedTotal.probing;
+breaker.on('open', (t: Transition) => void t.reason).off('open', () => {});
+
+async function main(): Promise<void> {
+  const response: Response = await breaker.execute((signal) => fetch('http://127.0.0.1/', { signal }), { timeoutMs: 1_000 });
+  const value: string | number = await breaker.execute(async () => 1, { fallback: 'cached' });
+  const fallbackFn: number = await breaker.execute(async () => 1, { fallback: (e) => (e instanceof CircuitOpenError ? e.retryAfterMs : 0) });
+  void response; void value; void fallbackFn;
+  const bytes: Uint8Array = breaker.exportState();
+  const restored = CircuitBreaker.importState(bytes, { cooldownMs: 5_000 }, 250);
+  restored.dispose();
+}
+void main;
+initSync();
+
+// @ts-expect-error: durations are named with Ms
+new CircuitBreaker({ cooldown: 5_000 });
+// @ts-expect-error: an outcome is not a boolean
+breaker.record(0, true);
