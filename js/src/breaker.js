@@ -29,6 +29,7 @@ const CLASSES = ['success', 'fault', 'neutral'];
 const TRANSITIONED = 1 << 28;
 const BAD_OUTCOME = -1;
 const NOT_A_PERMIT = -2;
+const NEED_CLOCK = -16;
 
 // Outcome codes: an HTTP status is itself; kinds and gRPC codes sit above 65535.
 const KIND = 0x10000;
@@ -354,7 +355,10 @@ export class CircuitBreaker {
    * in `lastRejection`). Never throws, never allocates.
    */
   acquire() {
-    const r = this.#w.acquire(this.#clock());
+    // Closed (without hang detection), admission needs no clock reading: the wasm side
+    // admits at the latest instant it has seen. Otherwise it asks for one.
+    let r = this.#w.acquire_closed();
+    if (r === NEED_CLOCK) r = this.#w.acquire(this.#clock());
     if (r >= TRANSITIONED) {
       this.#emitTransitions();
       return r - TRANSITIONED;

@@ -49,6 +49,36 @@ describe('time', () => {
     assert.equal(breaker.state, 'half-open');
   });
 
+  test('closed admission reads no clock (nothing at admission depends on time); every other read does', () => {
+    let reads = 0;
+    let now = 0;
+    const counting = () => {
+      reads++;
+      return now;
+    };
+    const breaker = new CircuitBreaker({ clock: counting });
+    reads = 0;
+    const permit = breaker.acquire();
+    assert.equal(reads, 0, 'closed acquire');
+    breaker.record(permit, 503);
+    assert.equal(reads, 1, 'record reads the clock');
+    for (let i = 0; i < 4; i++) breaker.record(breaker.acquire(), 503);
+    reads = 0;
+    assert.equal(breaker.acquire(), Rejected.OPEN);
+    assert.equal(reads, 1, 'open acquire reads the clock (the cooldown depends on it)');
+    now = 15_000;
+    breaker.record(breaker.acquire(), 200);
+    breaker.record(breaker.acquire(), 200);
+    assert.equal(breaker.state, 'closed');
+    reads = 0;
+    breaker.acquire();
+    assert.equal(reads, 0, 'closed again');
+    const hang = new CircuitBreaker({ clock: counting, slowCallDurationMs: 100 });
+    reads = 0;
+    hang.acquire();
+    assert.equal(reads, 1, 'hang detection needs the clock at admission');
+  });
+
   test('durations are milliseconds, fractions included', () => {
     const { breaker, clock } = make({ cooldownMs: 0.5 });
     trip(breaker);

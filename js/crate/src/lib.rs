@@ -53,6 +53,9 @@ pub const TRANSITIONED: i32 = 1 << 28;
 pub const BAD_OUTCOME: i32 = -1;
 /// `record`: the first argument is not a permit handle (negative, fractional, too big).
 pub const NOT_A_PERMIT: i32 = -2;
+/// `acquire_closed`: the breaker is not closed (or hang detection is on); call `acquire`
+/// with a clock reading.
+pub const NEED_CLOCK: i32 = -16;
 /// Outcome codes from here are the kinds: success, timeout, connection-error, failure,
 /// cancelled, ignored.
 pub const KIND_BASE: u32 = 0x1_0000;
@@ -414,6 +417,12 @@ pub struct Breaker {
     retry_after: u64,
     rejected_state: State,
     rejected_reason: Option<RejectReason>,
+    /// The largest `now` passed to a call that changes the breaker: the core's own
+    /// high-water mark of its clock.
+    latest: u64,
+    /// Closed, with no `slow-call-duration`: admission needs no clock (see
+    /// [`Breaker::acquire_closed`]).
+    clockless: bool,
 }
 
 /// Copies transitions into `out` as `[from, to, reason, at_ms, epoch]` each.
@@ -452,21 +461,55 @@ impl Breaker {
             retry_after: 0,
             rejected_state: State::Closed,
             rejected_reason: None,
+            latest: ns(now_ms),
+            clockless: config.slow_call_duration.is_none(),
         })
     }
 
+    /// `now_ms` for a call that changes the breaker.
+    #[inline]
+    fn observe(&mut self, now_ms: f64) -> u64 {
+        let now = ns(now_ms);
+        self.latest = self.latest.max(now);
+        now
+    }
+
+    /// Keeps the transitions of a call, and whether admission still needs the clock.
     fn note(&mut self, transitions: Transitions) -> bool {
-        if transitions.is_empty() {
-            false
-        } else {
-            self.transitions = transitions;
-            true
+        match transitions.last() {
+            None => false,
+            Some(last) => {
+                self.clockless =
+                    last.to == State::Closed && self.core.config().slow_call_duration.is_none();
+                self.transitions = transitions;
+                true
+            }
         }
     }
 
     /// Admits or rejects a call (see the crate docs for the return code).
     pub fn acquire(&mut self, now_ms: f64) -> i32 {
-        let now = ns(now_ms);
+        let now = self.observe(now_ms);
+        self.acquire_at(now)
+    }
+
+    /// [`Self::acquire`] without a clock reading, for the common case: a closed breaker
+    /// with no `slow-call-duration` has nothing that time can change at admission (no
+    /// cooldown, no probe timeout, no hang detection; in-flight calls are a plain count),
+    /// so the call is admitted at the latest instant the breaker has seen, which leaves
+    /// its clock exactly as it was. Returns [`NEED_CLOCK`] in every other state: call
+    /// [`Self::acquire`] with a reading then. The outcome's `record` always takes a fresh
+    /// reading, so the window still sees every outcome at its real time.
+    pub fn acquire_closed(&mut self) -> i32 {
+        if self.clockless {
+            self.acquire_at(self.latest)
+        } else {
+            NEED_CLOCK
+        }
+    }
+
+    #[inline]
+    fn acquire_at(&mut self, now: u64) -> i32 {
         let admission = self.core.acquire(now);
         let moved = self.note(admission.transitions);
         let rejection = match admission.decision {
@@ -529,7 +572,7 @@ impl Breaker {
         let Some(outcome) = outcome(outcome_code) else {
             return BAD_OUTCOME;
         };
-        let now = ns(now_ms);
+        let now = self.observe(now_ms);
         let permit = match self.permits.take(permit as u32) {
             Some(permit) => permit,
             // Recorded already, reclaimed, or never issued: a ticket from no epoch, which
@@ -548,9 +591,8 @@ impl Breaker {
         let mut code = class_code(recorded.class)
             | i32::from(recorded.slow) << 2
             | i32::from(recorded.stale) << 3;
-        if !recorded.transitions.is_empty() {
+        if self.note(recorded.transitions) {
             code |= (recorded.transitions.len() as i32) << 4;
-            self.transitions = recorded.transitions;
         }
         code
     }
@@ -613,14 +655,16 @@ impl Breaker {
 
     /// Forces the breaker open until `release`; returns the number of transitions.
     pub fn isolate(&mut self, now_ms: f64) -> usize {
-        let t = self.core.isolate(ns(now_ms));
+        let now = self.observe(now_ms);
+        let t = self.core.isolate(now);
         self.note(t);
         t.len()
     }
 
     /// Closes an isolated or disabled breaker; returns the number of transitions.
     pub fn release(&mut self, now_ms: f64) -> usize {
-        let t = self.core.release(ns(now_ms));
+        let now = self.observe(now_ms);
+        let t = self.core.release(now);
         self.note(t);
         t.len()
     }
@@ -628,14 +672,16 @@ impl Breaker {
     /// Admits everything and never trips until `release`; returns the number of
     /// transitions.
     pub fn disable(&mut self, now_ms: f64) -> usize {
-        let t = self.core.disable(ns(now_ms));
+        let now = self.observe(now_ms);
+        let t = self.core.disable(now);
         self.note(t);
         t.len()
     }
 
     /// Back to closed with an empty window; returns the number of transitions.
     pub fn reset(&mut self, now_ms: f64) -> usize {
-        let t = self.core.reset(ns(now_ms));
+        let now = self.observe(now_ms);
+        let t = self.core.reset(now);
         self.note(t);
         t.len()
     }
@@ -653,10 +699,16 @@ impl Breaker {
     /// Replaces the state with bytes exported `elapsed_ms` ago; `undefined` on success,
     /// else why (and nothing changed).
     pub fn import_state(&mut self, bytes: &[u8], elapsed_ms: f64, now_ms: f64) -> Option<String> {
-        self.core
-            .import(bytes, ns(elapsed_ms), ns(now_ms))
-            .err()
-            .map(|e| e.to_string())
+        let now = ns(now_ms);
+        match self.core.import(bytes, ns(elapsed_ms), now) {
+            Ok(()) => {
+                self.latest = self.latest.max(now);
+                self.clockless = self.core.config().slow_call_duration.is_none()
+                    && self.core.state(self.latest) == State::Closed;
+                None
+            }
+            Err(e) => Some(e.to_string()),
+        }
     }
 }
 
