@@ -426,9 +426,17 @@ export class CircuitBreaker {
     return this.#w.retry_after_ms();
   }
 
+  /**
+   * The error for a rejection. It carries no stack trace: capturing one costs V8 1-2 µs,
+   * far more than the rejection itself, and it would only point here.
+   */
   #rejection(r) {
-    return new CircuitOpenError(REJECT_REASONS[-1 - r], this.#w.retry_after_ms(),
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    const error = new CircuitOpenError(REJECT_REASONS[-1 - r], this.#w.retry_after_ms(),
       STATES[this.#w.rejected_state()]);
+    Error.stackTraceLimit = limit;
+    return error;
   }
 
   // ---- execute ------------------------------------------------------------------------
@@ -471,10 +479,14 @@ export class CircuitBreaker {
     return this.#runGuarded(fn, permit, timeoutMs, signal, hasFallback, fallback);
   }
 
-  async #rejected(r, hasFallback, fallback) {
+  #rejected(r, hasFallback, fallback) {
     const error = this.#rejection(r);
-    if (hasFallback) return applyFallback(fallback, error);
-    throw error;
+    if (!hasFallback) return Promise.reject(error);
+    try {
+      return Promise.resolve(applyFallback(fallback, error));
+    } catch (fallbackError) {
+      return Promise.reject(fallbackError);
+    }
   }
 
   /** Records an outcome code from `execute` (never throws for a valid code). */
