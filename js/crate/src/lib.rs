@@ -26,6 +26,15 @@
 //! changing nothing. Permits that are never recorded (leaked) hold their slot until their
 //! epoch ends; the table then reclaims them when it would otherwise grow.
 //!
+//! ## Clock readings
+//!
+//! Admission to a closed breaker without `slow-call-duration` depends on no time at all
+//! (no cooldown, no probe timeout, no hang detection; in-flight calls are a plain count),
+//! so [`Breaker::acquire_closed`] admits at the latest instant the breaker has seen,
+//! without a clock reading, and asks for one ([`NEED_CLOCK`]) in every other case. Every
+//! `record` takes a fresh reading. A guarded call thus costs one `performance.now()`
+//! (~40 ns on Node 24) instead of two.
+//!
 //! ## Return codes
 //!
 //! - [`Breaker::acquire`]: a permit handle (≥ 0), or `-(1 + reason)` for a rejection
