@@ -41,15 +41,8 @@ const CANCELLED = KIND + 4;
 const IGNORED = KIND + 5;
 const GRPC = 0x20000;
 
-const KINDS = {
-  __proto__: null,
-  success: SUCCESS,
-  timeout: TIMEOUT,
-  'connection-error': CONNECTION_ERROR,
-  failure: FAILURE,
-  cancelled: CANCELLED,
-  ignored: IGNORED,
-};
+/** Outcome kinds, in the order of their codes. */
+const KIND_NAMES = ['success', 'timeout', 'connection-error', 'failure', 'cancelled', 'ignored'];
 
 /** Rejection codes returned by `acquire()`. */
 export const Rejected = Object.freeze({ OPEN: -1, PROBING: -2, ISOLATED: -3, SATURATED: -4 });
@@ -203,7 +196,7 @@ function classifyValue(value) {
 function outcomeOfCode(code) {
   if (code < KIND) return code;
   if (code >= GRPC) return { grpc: code - GRPC };
-  return Object.keys(KINDS)[code - KIND];
+  return KIND_NAMES[code - KIND];
 }
 
 /** How `execute` classifies a value `fn` resolved with, as an outcome for `record`. */
@@ -256,8 +249,16 @@ function outcomeCode(outcome) {
     throw new RangeError(`HTTP status ${outcome} is outside 100-599`);
   }
   if (typeof outcome === 'string') {
-    const kind = KINDS[outcome];
-    if (kind !== undefined) return kind;
+    // A switch compares interned strings by identity: cheaper than a keyed lookup.
+    switch (outcome) {
+      case 'success': return SUCCESS;
+      case 'timeout': return TIMEOUT;
+      case 'connection-error': return CONNECTION_ERROR;
+      case 'failure': return FAILURE;
+      case 'cancelled': return CANCELLED;
+      case 'ignored': return IGNORED;
+      default: break;
+    }
     const match = /^(status|grpc):(\d+)$/.exec(outcome);
     if (match !== null) {
       return outcomeCode(match[1] === 'status' ? Number(match[2]) : { grpc: Number(match[2]) });
