@@ -1,1 +1,236 @@
-fn main() {}
+//! The breaker's hot paths, and the same workloads on `failsafe` 1.3 and `recloser` 1.4
+//! in the same run, so the ratios are measured side by side.
+//!
+//! tripgate's core is plain data driven by `&mut self`; the others are shared, thread-safe
+//! objects that read their own clock. So tripgate is measured three ways: bare (the
+//! caller supplies `now`), bare plus a real `Instant` read per call, and behind a
+//! `std::sync::Mutex` with a real clock (how a multi-threaded Rust host would hold it).
+
+use std::hint::black_box;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use failsafe::{backoff, failure_policy, CircuitBreaker as _};
+use tripgate_core::{Breaker, Clock, Config, MonotonicClock, Outcome, SECOND};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn tripgate() -> Breaker {
+    Breaker::new(Config::default(), 0).unwrap()
+}
+
+fn tripped() -> Breaker {
+    let mut b = tripgate();
+    for _ in 0..5 {
+        let p = b.acquire(0).decision.unwrap();
+        b.record(p, Outcome::Timeout, 0);
+    }
+    b
+}
+
+fn failsafe_breaker() -> impl failsafe::CircuitBreaker {
+    failsafe::Config::new()
+        .failure_policy(failure_policy::consecutive_failures(
+            5,
+            backoff::constant(HOUR),
+        ))
+        .build()
+}
+
+fn recloser_breaker() -> recloser::Recloser {
+    recloser::Recloser::custom()
+        .error_rate(0.5)
+        .closed_len(5)
+        .half_open_len(1)
+        .open_wait(HOUR)
+        .build()
+}
+
+/// Times `iters` calls of `f` in a plain loop. Every workload, tripgate's and the others',
+/// goes through this same loop, so criterion's per-iteration closure overhead (several ns,
+/// as much as the work itself here) stays out of all of them alike.
+fn timed(iters: u64, mut f: impl FnMut(u64)) -> Duration {
+    let start = Instant::now();
+    for i in 0..iters {
+        f(black_box(i));
+    }
+    start.elapsed()
+}
+
+fn ok() -> Result<(), ()> {
+    black_box(Ok(()))
+}
+
+fn err() -> Result<(), ()> {
+    black_box(Err(()))
+}
+
+fn acquire_record_closed(c: &mut Criterion) {
+    let mut g = c.benchmark_group("acquire+record success, closed");
+    let mut b = tripgate();
+    g.bench_function("tripgate", |bench| {
+        bench.iter_custom(|iters| {
+            timed(iters, |now| {
+                let p = b.acquire(now).decision.unwrap();
+                black_box(b.record(p, Outcome::Success, now));
+            })
+        })
+    });
+    let clock = MonotonicClock::new();
+    let mut b = tripgate();
+    g.bench_function("tripgate + Instant", |bench| {
+        bench.iter_custom(|iters| {
+            timed(iters, |_| {
+                let p = b.acquire(clock.now()).decision.unwrap();
+                black_box(b.record(p, Outcome::Success, clock.now()));
+            })
+        })
+    });
+    let shared = Mutex::new(tripgate());
+    g.bench_function("tripgate + Instant + Mutex", |bench| {
+        bench.iter_custom(|iters| {
+            timed(iters, |_| {
+                let p = shared
+                    .lock()
+                    .unwrap()
+                    .acquire(clock.now())
+                    .decision
+                    .unwrap();
+                black_box(
+                    shared
+                        .lock()
+                        .unwrap()
+                        .record(p, Outcome::Success, clock.now()),
+                );
+            })
+        })
+    });
+    let f = failsafe_breaker();
+    g.bench_function("failsafe", |bench| {
+        bench.iter_custom(|iters| timed(iters, |_| drop(black_box(f.call(ok)))))
+    });
+    let r = recloser_breaker();
+    g.bench_function("recloser", |bench| {
+        bench.iter_custom(|iters| timed(iters, |_| drop(black_box(r.call(ok)))))
+    });
+    g.finish();
+}
+
+fn reject_open(c: &mut Criterion) {
+    let mut g = c.benchmark_group("reject, open");
+    let mut b = tripped();
+    g.bench_function("tripgate", |bench| {
+        bench.iter_custom(|iters| {
+            timed(iters, |i| {
+                assert!(b.acquire(SECOND + (i & 1)).decision.is_err())
+            })
+        })
+    });
+    let clock = MonotonicClock::new();
+    let mut b = tripped();
+    g.bench_function("tripgate + Instant", |bench| {
+        bench.iter_custom(|iters| {
+            timed(iters, |_| assert!(b.acquire(clock.now()).decision.is_err()))
+        })
+    });
+    let f = failsafe_breaker();
+    for _ in 0..5 {
+        let _ = f.call(err);
+    }
+    assert!(!f.is_call_permitted());
+    g.bench_function("failsafe", |bench| {
+        bench.iter_custom(|iters| timed(iters, |_| drop(black_box(f.call(ok)))))
+    });
+    let r = recloser_breaker();
+    for _ in 0..6 {
+        let _ = r.call(err);
+    }
+    assert!(matches!(r.call(ok), Err(recloser::Error::Rejected)));
+    g.bench_function("recloser", |bench| {
+        bench.iter_custom(|iters| timed(iters, |_| drop(black_box(r.call(ok)))))
+    });
+    g.finish();
+}
+
+fn reject_half_open(c: &mut Criterion) {
+    // failsafe and recloser have no probe limit: in half-open they admit every caller
+    // (the stampede of SPEC.md), so there is nothing of theirs to compare here.
+    let mut g = c.benchmark_group("reject, half-open saturated");
+    let mut b = tripped();
+    let _probe = b.acquire(15 * SECOND).decision.unwrap();
+    g.bench_function("tripgate", |bench| {
+        bench.iter_custom(|iters| {
+            timed(iters, |i| {
+                assert!(b.acquire(15 * SECOND + (i & 1)).decision.is_err())
+            })
+        })
+    });
+    g.finish();
+}
+
+fn record_fault_that_trips(c: &mut Criterion) {
+    let mut g = c.benchmark_group("record the fault that trips");
+    g.bench_function("tripgate", |bench| {
+        // By reference: the breaker is 1.8 KB, and moving it in and out of the batch
+        // would be measured too.
+        bench.iter_batched_ref(
+            || {
+                let mut b = tripgate();
+                for _ in 0..4 {
+                    let p = b.acquire(0).decision.unwrap();
+                    b.record(p, Outcome::Timeout, 0);
+                }
+                let p = b.acquire(0).decision.ok();
+                (b, p)
+            },
+            |(b, p)| {
+                let recorded = b.record(p.take().unwrap(), Outcome::Timeout, 1);
+                assert!(!recorded.transitions.is_empty());
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("failsafe", |bench| {
+        bench.iter_batched(
+            || {
+                let f = failsafe_breaker();
+                for _ in 0..4 {
+                    let _ = f.call(err);
+                }
+                f
+            },
+            |f| {
+                let _ = f.call(err);
+                black_box(f)
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("recloser", |bench| {
+        bench.iter_batched(
+            || {
+                let r = recloser_breaker();
+                for _ in 0..5 {
+                    let _ = r.call(err);
+                }
+                r
+            },
+            |r| {
+                let _ = r.call(err);
+                black_box(r)
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    acquire_record_closed,
+    reject_open,
+    reject_half_open,
+    record_fault_that_trips
+);
+criterion_main!(benches);

@@ -162,11 +162,10 @@ impl Breaker {
     }
 
     /// Admits a call or turns it away. Never blocks, never allocates.
-    #[inline]
+    #[inline(always)]
     pub fn acquire(&mut self, now: Nanos) -> Admission {
         let now = self.clock.observe(now);
-        let mut transitions = Transitions::default();
-        self.settle(now, &mut transitions);
+        let mut transitions = self.settle(now);
         let decision = match self.timer.state {
             State::Closed => self.admit_closed(now, &mut transitions),
             State::Disabled => Ok(self.admit_call(now)),
@@ -184,11 +183,10 @@ impl Breaker {
     }
 
     /// Takes a permit back with its call's outcome.
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, permit: Permit, outcome: Outcome, now: Nanos) -> Recorded {
         let now = self.clock.observe(now);
-        let mut transitions = Transitions::default();
-        self.settle(now, &mut transitions);
+        let mut transitions = self.settle(now);
         let class = classify(
             outcome,
             &self.config.fault_statuses,
@@ -203,9 +201,9 @@ impl Breaker {
         if !current {
             bump(&mut self.stats.stale);
         } else if permit.slot == 0 {
-            self.finish_call(permit.started, class, slow, now, &mut transitions);
+            transitions.extend(self.finish_call(permit.started, class, slow, now));
         } else {
-            self.finish_probe(class, slow, now, &mut transitions);
+            transitions.extend(self.finish_probe(class, slow, now));
         }
         Recorded {
             class,
@@ -298,18 +296,32 @@ impl Breaker {
         decide: impl FnOnce(State) -> Option<(State, Reason)>,
     ) -> Transitions {
         let now = self.clock.observe(now);
-        let mut transitions = Transitions::default();
-        self.settle(now, &mut transitions);
+        let mut transitions = self.settle(now);
         if let Some((to, reason)) = decide(self.timer.state) {
-            self.enter(to, reason, now, &mut transitions);
+            transitions.push(self.enter(to, reason, now));
         }
         transitions
     }
 
     /// Applies the transitions time alone has made due.
-    #[inline]
-    fn settle(&mut self, now: Nanos, transitions: &mut Transitions) {
-        // At most two rounds: half-open → open (probe timeout) → half-open (cooldown).
+    #[inline(always)]
+    fn settle(&mut self, now: Nanos) -> Transitions {
+        // Only open and half-open have clocks running; the hot paths (closed, and open
+        // inside its cooldown) skip out.
+        // (Everything here returns transitions by value rather than pushing through a
+        // `&mut`: a borrowed list must live in memory, and copying it out costs the hot
+        // path more than the breaker's own work.)
+        match self.timer.state {
+            State::Open if self.timer.remaining(now) > 0 => Transitions::default(),
+            State::Open | State::HalfOpen => self.settle_timed(now),
+            State::Closed | State::Isolated | State::Disabled => Transitions::default(),
+        }
+    }
+
+    #[inline(never)]
+    fn settle_timed(&mut self, now: Nanos) -> Transitions {
+        let mut transitions = Transitions::default();
+        // Two rounds at most: half-open → open (probe timeout) → half-open (cooldown).
         for _ in 0..3 {
             let oldest = self.oldest_probe(now);
             match self.timer.due(now, oldest, &self.config) {
@@ -317,11 +329,12 @@ impl Breaker {
                     if reason == Reason::ProbeTimeout {
                         bump(&mut self.stats.faults);
                     }
-                    self.enter(to, reason, at, transitions);
+                    transitions.push(self.enter(to, reason, at));
                 }
-                None => return,
+                None => break,
             }
         }
+        transitions
     }
 
     fn oldest_probe(&self, now: Nanos) -> Option<Nanos> {
@@ -365,7 +378,7 @@ impl Breaker {
         projection
     }
 
-    fn enter(&mut self, to: State, reason: Reason, at: Nanos, transitions: &mut Transitions) {
+    fn enter(&mut self, to: State, reason: Reason, at: Nanos) -> Transition {
         let from = self.timer.state;
         self.timer.enter(to, at, &self.config);
         let transition = Transition {
@@ -377,13 +390,13 @@ impl Breaker {
         };
         bump(&mut self.stats.transitions);
         self.stats.last = Some(transition);
-        transitions.push(transition);
         // Permits of the old epoch are stale from here on: they hold nothing.
         self.in_flight.clear(at);
         self.probes.clear();
         if to == State::Closed {
             self.window.clear(at);
         }
+        transition
     }
 
     fn reject(&mut self, reason: RejectReason, retry_after: Nanos) -> Rejection {
@@ -412,8 +425,11 @@ impl Breaker {
         now: Nanos,
         transitions: &mut Transitions,
     ) -> Result<Permit, Rejection> {
-        if self.config.slow_call_duration.is_some() && self.hang_tripped(now, transitions) {
-            return Err(self.reject(RejectReason::Open, self.timer.remaining(now)));
+        if self.config.slow_call_duration.is_some() {
+            if let Some(trip) = self.hang_trip(now) {
+                transitions.push(trip);
+                return Err(self.reject(RejectReason::Open, self.timer.remaining(now)));
+            }
         }
         if self
             .config
@@ -441,14 +457,10 @@ impl Breaker {
         }
     }
 
-    /// Trips on hung calls; true if it did.
-    fn hang_tripped(&mut self, now: Nanos, transitions: &mut Transitions) -> bool {
-        if self.in_flight.hung(now) >= self.config.failure_threshold {
-            self.enter(State::Open, Reason::HungCalls, now, transitions);
-            true
-        } else {
-            false
-        }
+    /// Trips on hung calls.
+    fn hang_trip(&mut self, now: Nanos) -> Option<Transition> {
+        (self.in_flight.hung(now) >= self.config.failure_threshold)
+            .then(|| self.enter(State::Open, Reason::HungCalls, now))
     }
 
     /// Whether `permit` was issued by this breaker in its current epoch and is still out.
@@ -481,22 +493,21 @@ impl Breaker {
         class: Class,
         slow: bool,
         now: Nanos,
-        transitions: &mut Transitions,
-    ) {
+    ) -> Option<Transition> {
         self.in_flight.finish(started, now);
         self.count_outcome(class);
         if class != Class::Neutral {
             let tally = self.window.record(now, class == Class::Fault, slow);
             if self.timer.state == State::Closed {
                 if let Some(reason) = self.trip_reason(tally) {
-                    self.enter(State::Open, reason, now, transitions);
-                    return;
+                    return Some(self.enter(State::Open, reason, now));
                 }
             }
         }
         if self.timer.state == State::Closed && self.config.slow_call_duration.is_some() {
-            self.hang_tripped(now, transitions);
+            return self.hang_trip(now);
         }
+        None
     }
 
     /// The first trip rule the window's tally meets.
@@ -523,17 +534,11 @@ impl Breaker {
         }
     }
 
-    fn finish_probe(
-        &mut self,
-        class: Class,
-        slow: bool,
-        now: Nanos,
-        transitions: &mut Transitions,
-    ) {
+    fn finish_probe(&mut self, class: Class, slow: bool, now: Nanos) -> Option<Transition> {
         self.count_outcome(class);
         // When the operator asked to trip on slowness, a slow probe is no proof of health.
         let failed = match class {
-            Class::Neutral => return,
+            Class::Neutral => return None,
             Class::Fault => true,
             Class::Success => slow && self.config.slow_call_rate.is_some(),
         };
@@ -563,8 +568,6 @@ impl Breaker {
                 }
             }
         };
-        if let Some((to, reason)) = verdict {
-            self.enter(to, reason, now, transitions);
-        }
+        verdict.map(|(to, reason)| self.enter(to, reason, now))
     }
 }

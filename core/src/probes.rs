@@ -64,18 +64,15 @@ impl Probes {
         true
     }
 
-    /// Start instants of the probes that are out.
+    /// Start instants of the probes that are out (one step per probe, not per slot).
     fn starts(&self) -> impl Iterator<Item = Nanos> + '_ {
-        self.started
-            .iter()
-            .enumerate()
-            .filter(|(slot, _)| {
-                u32::try_from(*slot)
-                    .ok()
-                    .and_then(|s| 1u64.checked_shl(s))
-                    .is_some_and(|mask| self.busy & mask != 0)
-            })
-            .map(|(_, &start)| start)
+        let mut busy = self.busy;
+        core::iter::from_fn(move || {
+            let slot = busy.trailing_zeros();
+            busy &= busy.wrapping_sub(1);
+            let index = usize::try_from(slot).ok()?;
+            self.started.get(index).copied()
+        })
     }
 
     /// Start of the probe that has been out longest, as seen from `now`.

@@ -177,12 +177,19 @@ pub struct Transitions {
 }
 
 impl Transitions {
+    #[inline]
     pub(crate) fn push(&mut self, transition: Transition) {
         if let Some(free) = self.items.iter_mut().find(|t| t.is_none()) {
             *free = Some(transition);
         } else if let Some(last) = self.items.last_mut() {
             // Unreachable by construction (see the type's doc); keep the newest.
             *last = Some(transition);
+        }
+    }
+
+    pub(crate) fn extend(&mut self, transition: Option<Transition>) {
+        if let Some(transition) = transition {
+            self.push(transition);
         }
     }
 
