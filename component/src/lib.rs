@@ -538,3 +538,21 @@ fn snapshot_error(error: core_api::SnapshotError) -> wit::SnapshotError {
         message: error.to_string(),
     }
 }
+
+/// `memcmp`, which `opt-level = "z"` calls out of line and which no library provides to a
+/// `no_std` guest on `wasm32-wasip2` (std would bring wasi-libc's).
+///
+/// # Safety
+/// `a` and `b` must be valid for reads of `n` bytes.
+#[cfg(target_family = "wasm")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
+    for i in 0..n {
+        // SAFETY: the caller guarantees `n` readable bytes at both pointers.
+        let (x, y) = unsafe { (*a.add(i), *b.add(i)) };
+        if x != y {
+            return i32::from(x) - i32::from(y);
+        }
+    }
+    0
+}

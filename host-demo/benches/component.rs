@@ -80,6 +80,50 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| threaded(&eight, iters, pair))
     });
 
+    // The floor: the generated bindings on a bare store, no mutex, no clock.
+    {
+        use host_demo::bindings::Tripgate;
+        use wasmtime::component::{Component, Linker};
+        let engine = wasmtime::Engine::default();
+        let component = Component::from_file(&engine, host_demo::default_component_path()).unwrap();
+        let mut store = wasmtime::Store::new(&engine, ());
+        let tripgate =
+            Tripgate::instantiate(&mut store, &component, &Linker::new(&engine)).unwrap();
+        let api = tripgate.tripgate_breaker_circuit_breaker().breaker();
+        let wit_config = host_demo::wit::Config::default();
+        let me = api
+            .call_create(&mut store, &wit_config, 0)
+            .unwrap()
+            .unwrap();
+        group.bench_function("bare bindings, state only", |b| {
+            b.iter(|| black_box(api.call_state(&mut store, me, 1).unwrap()))
+        });
+        group.bench_function("bare bindings, raw permit pair", |b| {
+            b.iter(|| {
+                let admission = api.call_acquire_raw(&mut store, me, 1).unwrap();
+                if let Ok(permit) = admission.decision {
+                    black_box(
+                        api.call_record_raw(&mut store, me, permit, Outcome::Success, 1)
+                            .unwrap(),
+                    )
+                    .ok();
+                }
+            })
+        });
+        group.bench_function("bare bindings, permit resource pair", |b| {
+            b.iter(|| {
+                let admission = api.call_acquire(&mut store, me, 1).unwrap();
+                if let Ok(permit) = admission.decision {
+                    black_box(
+                        api.call_record_outcome(&mut store, me, permit, Outcome::Success, 1)
+                            .unwrap(),
+                    )
+                    .ok();
+                }
+            })
+        });
+    }
+
     let mut native = tripgate_core::Breaker::new(config, 0).unwrap();
     let mut now = 0u64;
     group.bench_function("native core, 1 thread", |b| {

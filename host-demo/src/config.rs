@@ -33,6 +33,34 @@ pub(crate) fn to_wit(c: &Config) -> wit::Config {
     }
 }
 
+impl Default for wit::Config {
+    /// Every field `None`: the component's defaults.
+    fn default() -> Self {
+        Self {
+            failure_threshold: None,
+            min_calls: None,
+            failure_rate: None,
+            slow_call_rate: None,
+            slow_call_duration: None,
+            window: None,
+            buckets: None,
+            window_calls: None,
+            cooldown: None,
+            backoff_factor: None,
+            max_cooldown: None,
+            jitter_percent: None,
+            jitter_seed: None,
+            max_in_flight: None,
+            half_open_max_probes: None,
+            half_open_required_successes: None,
+            half_open_success_rate: None,
+            probe_timeout: None,
+            fault_statuses: None,
+            fault_grpc_codes: None,
+        }
+    }
+}
+
 /// A configuration the component refused. `Display` is the rule in words, naming the
 /// field (`failure-threshold must be >= 1`), so `anyhow` chains read well.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -599,8 +599,8 @@ impl Drop for Permit {
     }
 }
 
-/// The kebab-case name of a state (the core's, as in the WIT and the vectors).
-pub fn state_name(state: State) -> &'static str {
+/// The core's state for the WIT one.
+pub fn core_state(state: State) -> tripgate_core::State {
     use tripgate_core::State as S;
     match state {
         State::Closed => S::Closed,
@@ -609,11 +609,10 @@ pub fn state_name(state: State) -> &'static str {
         State::Isolated => S::Isolated,
         State::Disabled => S::Disabled,
     }
-    .name()
 }
 
-/// The kebab-case name of a rejection reason (the core's).
-pub fn reject_reason_name(reason: RejectReason) -> &'static str {
+/// The core's rejection reason for the WIT one.
+pub fn core_reject_reason(reason: RejectReason) -> tripgate_core::RejectReason {
     use tripgate_core::RejectReason as R;
     match reason {
         RejectReason::Open => R::Open,
@@ -621,11 +620,10 @@ pub fn reject_reason_name(reason: RejectReason) -> &'static str {
         RejectReason::Isolated => R::Isolated,
         RejectReason::Saturated => R::Saturated,
     }
-    .name()
 }
 
-/// The kebab-case name of a transition's reason (the core's).
-pub fn reason_name(reason: Reason) -> &'static str {
+/// The core's transition reason for the WIT one.
+pub fn core_reason(reason: Reason) -> tripgate_core::Reason {
     use tripgate_core::Reason as R;
     match reason {
         Reason::FailureThreshold => R::FailureThreshold,
@@ -643,5 +641,62 @@ pub fn reason_name(reason: Reason) -> &'static str {
         Reason::Reset => R::Reset,
         Reason::Restored => R::Restored,
     }
-    .name()
+}
+
+/// The core's transition for the WIT one.
+pub fn core_transition(t: &Transition) -> tripgate_core::Transition {
+    tripgate_core::Transition {
+        from: core_state(t.from),
+        to: core_state(t.to),
+        reason: core_reason(t.reason),
+        at: t.at,
+        epoch: t.epoch,
+    }
+}
+
+/// The core's metrics type for the WIT one, for code written against `tripgate-core`
+/// (exporters, comparisons with a native breaker).
+pub fn core_metrics(m: &Metrics) -> tripgate_core::Metrics {
+    tripgate_core::Metrics {
+        state: core_state(m.state),
+        epoch: m.epoch,
+        window: tripgate_core::Tally {
+            calls: m.window.calls,
+            faults: m.window.faults,
+            slow: m.window.slow,
+        },
+        in_flight: m.in_flight,
+        hung: m.hung,
+        probes_out: m.probes_out,
+        admitted_total: m.admitted_total,
+        // In the order of `tripgate_core::RejectReason::ALL`.
+        rejected_total: [
+            m.rejected_open,
+            m.rejected_probing,
+            m.rejected_isolated,
+            m.rejected_saturated,
+        ],
+        successes_total: m.successes_total,
+        faults_total: m.faults_total,
+        stale_total: m.stale_total,
+        transitions_total: m.transitions_total,
+        time_in_state: m.time_in_state,
+        cooldown_remaining: m.cooldown_remaining,
+        last_transition: m.last_transition.as_ref().map(core_transition),
+    }
+}
+
+/// The kebab-case name of a state (the core's, as in the WIT and the vectors).
+pub fn state_name(state: State) -> &'static str {
+    core_state(state).name()
+}
+
+/// The kebab-case name of a rejection reason (the core's).
+pub fn reject_reason_name(reason: RejectReason) -> &'static str {
+    core_reject_reason(reason).name()
+}
+
+/// The kebab-case name of a transition's reason (the core's).
+pub fn reason_name(reason: Reason) -> &'static str {
+    core_reason(reason).name()
 }

@@ -177,28 +177,7 @@ fn every_invalid_config_is_a_typed_error_in_the_cores_words() {
 fn invalid_fault_code_lists_are_refused_by_the_component() {
     let (runtime, clock) = common::fake(0);
     let instance = runtime.instantiate().unwrap();
-    let empty = || wit::Config {
-        failure_threshold: None,
-        min_calls: None,
-        failure_rate: None,
-        slow_call_rate: None,
-        slow_call_duration: None,
-        window: None,
-        buckets: None,
-        window_calls: None,
-        cooldown: None,
-        backoff_factor: None,
-        max_cooldown: None,
-        jitter_percent: None,
-        jitter_seed: None,
-        max_in_flight: None,
-        half_open_max_probes: None,
-        half_open_required_successes: None,
-        half_open_success_rate: None,
-        probe_timeout: None,
-        fault_statuses: None,
-        fault_grpc_codes: None,
-    };
+    let empty = || host_demo::wit::Config::default();
     // All defaults: fine.
     let breaker = instance.breaker_from_wit(&empty()).unwrap();
     assert_eq!(breaker.state().unwrap(), State::Closed);

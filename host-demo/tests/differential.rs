@@ -4,7 +4,7 @@
 mod common;
 
 use host_demo::{
-    Breaker, Class, Config, FakeClock, Metrics, Outcome, Permit, Transition, MILLISECOND, SECOND,
+    Breaker, Class, Config, FakeClock, Outcome, Permit, Transition, MILLISECOND, SECOND,
 };
 use tripgate_core as core_api;
 
@@ -99,87 +99,12 @@ fn core_outcome(outcome: Outcome) -> core_api::Outcome {
     }
 }
 
-type Seen = (String, String, String, u64, u64);
-
-fn wasm_transitions(ts: &[Transition]) -> Vec<Seen> {
-    ts.iter()
-        .map(|t| {
-            (
-                host_demo::state_name(t.from).into(),
-                host_demo::state_name(t.to).into(),
-                host_demo::reason_name(t.reason).into(),
-                t.at,
-                t.epoch,
-            )
-        })
-        .collect()
+fn wasm_transitions(ts: &[Transition]) -> Vec<core_api::Transition> {
+    ts.iter().map(host_demo::core_transition).collect()
 }
 
-fn core_transitions(ts: &core_api::Transitions) -> Vec<Seen> {
-    ts.iter()
-        .map(|t| {
-            (
-                t.from.name().into(),
-                t.to.name().into(),
-                t.reason.name().into(),
-                t.at,
-                t.epoch,
-            )
-        })
-        .collect()
-}
-
-fn wasm_metrics(m: &Metrics) -> Vec<u64> {
-    let last = m.last_transition.map(|t| wasm_transitions(&[t]));
-    let mut v = vec![
-        m.epoch,
-        m.window.calls.into(),
-        m.window.faults.into(),
-        m.window.slow.into(),
-        m.in_flight.into(),
-        m.hung.into(),
-        m.probes_out.into(),
-        m.admitted_total,
-        m.rejected_open,
-        m.rejected_probing,
-        m.rejected_isolated,
-        m.rejected_saturated,
-        m.successes_total,
-        m.faults_total,
-        m.stale_total,
-        m.transitions_total,
-        m.time_in_state,
-        m.cooldown_remaining,
-    ];
-    v.push(last.map_or(0, |l| l[0].3 ^ l[0].4.rotate_left(32)));
-    v
-}
-
-fn core_metrics(m: &core_api::Metrics) -> Vec<u64> {
-    let mut v = vec![
-        m.epoch,
-        m.window.calls.into(),
-        m.window.faults.into(),
-        m.window.slow.into(),
-        m.in_flight.into(),
-        m.hung.into(),
-        m.probes_out.into(),
-        m.admitted_total,
-    ];
-    v.extend(core_api::RejectReason::ALL.iter().map(|r| m.rejected(*r)));
-    v.extend([
-        m.successes_total,
-        m.faults_total,
-        m.stale_total,
-        m.transitions_total,
-        m.time_in_state,
-        m.cooldown_remaining,
-    ]);
-    v.push(
-        m.last_transition
-            .map_or(0, |t| t.at ^ t.epoch.rotate_left(32)),
-    );
-    v
+fn core_transitions(ts: &core_api::Transitions) -> Vec<core_api::Transition> {
+    ts.iter().copied().collect()
 }
 
 fn run(seed: u64, config: &Config, steps: usize) {
@@ -272,16 +197,10 @@ fn run(seed: u64, config: &Config, steps: usize) {
                 let _ = native.record(np, core_api::Outcome::Cancelled, now);
             }
             80..=91 => {
-                assert_eq!(
-                    host_demo::state_name(wasm.state().unwrap()),
-                    native.state(now).name(),
-                    "{context}"
-                );
-                assert_eq!(
-                    wasm_metrics(&wasm.metrics().unwrap()),
-                    core_metrics(&native.metrics(now)),
-                    "{context}"
-                );
+                let state = host_demo::core_state(wasm.state().unwrap());
+                assert_eq!(state, native.state(now), "{context}");
+                let metrics = host_demo::core_metrics(&wasm.metrics().unwrap());
+                assert_eq!(metrics, native.metrics(now), "{context}");
             }
             92..=95 => {
                 let (w, n) = match rng.below(4) {
@@ -304,8 +223,8 @@ fn run(seed: u64, config: &Config, steps: usize) {
         }
     }
     assert_eq!(
-        wasm_metrics(&wasm.metrics().unwrap()),
-        core_metrics(&native.metrics(now))
+        host_demo::core_metrics(&wasm.metrics().unwrap()),
+        native.metrics(now)
     );
 }
 
