@@ -6,7 +6,10 @@
 // Workloads, each timed in rounds of a fixed number of operations; the median round is
 // reported in ns per operation:
 //   execute   `await breaker.execute(fn)` around an already-resolved async fn, minus the
-//             same `await fn()` without a breaker (the overhead a guarded call adds).
+//             same `await fn()` without a breaker (the overhead a guarded call adds);
+//             against cockatiel's ConsecutiveBreaker (its cheapest: no window, no clock)
+//             and its SamplingBreaker (a time window, like tripgate's), and with a 10 s
+//             timeout on every call (a timer per call on all three).
 //   acquire+record   tripgate's two-step API; opossum and cockatiel have none, so their
 //             column is their cheapest guarded call (execute of a synchronous fn, awaited,
 //             minus `await fn()`).
@@ -95,10 +98,19 @@ function opossum(action) {
   return new Opossum(action, { timeout: false });
 }
 
+/** Cockatiel's cheapest breaker: counts consecutive failures, no window, no clock. */
 function cockatielPolicy() {
   return cockatiel.circuitBreaker(cockatiel.handleAll, {
     halfOpenAfter: 15_000,
     breaker: new cockatiel.ConsecutiveBreaker(5),
+  });
+}
+
+/** Cockatiel's windowed breaker, the closest to tripgate's (rate over a 30 s window). */
+function cockatielSampling() {
+  return cockatiel.circuitBreaker(cockatiel.handleAll, {
+    halfOpenAfter: 15_000,
+    breaker: new cockatiel.SamplingBreaker({ threshold: 0.5, duration: 30_000, minimumRps: 1 }),
   });
 }
 
@@ -121,6 +133,28 @@ const syncBaseline = await timeAsync(async () => syncFn());
   const op = await timeAsync(() => o.fire());
   const ck = await timeAsync(() => c.execute(fn));
   await row('execute (async fn)', tg - baseline, op - baseline, ck - baseline);
+}
+
+{
+  // Same, against cockatiel's windowed SamplingBreaker (tripgate's window is time-based too).
+  const t = tripgateClosed();
+  const o = opossum(fn);
+  const c = cockatielSampling();
+  const tg = await timeAsync(() => t.execute(fn));
+  const op = await timeAsync(() => o.fire());
+  const ck = await timeAsync(() => c.execute(fn));
+  await row('execute (async fn), cockatiel SamplingBreaker', tg - baseline, op - baseline, ck - baseline);
+}
+
+{
+  // What production calls look like: every call has a timeout (10 s, never reached).
+  const t = new CircuitBreaker({ timeoutMs: 10_000 });
+  const o = new Opossum(fn, { timeout: 10_000 });
+  const c = cockatiel.wrap(cockatiel.timeout(10_000, cockatiel.TimeoutStrategy.Aggressive), cockatielSampling());
+  const tg = await timeAsync(() => t.execute(fn));
+  const op = await timeAsync(() => o.fire());
+  const ck = await timeAsync(() => c.execute(fn));
+  await row('execute with a 10 s timeout (timer per call)', tg - baseline, op - baseline, ck - baseline);
 }
 
 {

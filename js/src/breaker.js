@@ -291,6 +291,101 @@ function toBytes(state) {
 }
 
 // ------------------------------------------------------------------------------------
+// Timeouts
+// ------------------------------------------------------------------------------------
+
+/**
+ * The calls waiting on one timeout length, in start order — which is deadline order, as
+ * they share the length. One timer per queue, armed for the earliest pending deadline,
+ * replaces a `setTimeout`/`clearTimeout` pair per call (~400 ns on Node 24). A call that
+ * settles is marked done and skipped; finished calls at the head are dropped at once, so
+ * the queue holds about the calls in flight. While nothing is pending the timer is
+ * unref'd, so it never keeps a process alive.
+ */
+class Deadlines {
+  constructor(ms) {
+    this.ms = ms;
+    this.items = [];
+    this.head = 0;
+    this.timer = undefined;
+    this.refed = false;
+    this.fire = () => this.#fire();
+  }
+
+  add(entry) {
+    entry.deadline = performance.now() + this.ms;
+    entry.queue = this;
+    this.items.push(entry);
+    if (this.timer === undefined) {
+      this.#arm(this.ms);
+    } else if (!this.refed) {
+      this.refed = true;
+      this.timer.ref?.();
+    }
+  }
+
+  /** Called when an entry is marked done: drops finished entries from the head. */
+  settled() {
+    const items = this.items;
+    let head = this.head;
+    while (head < items.length && items[head].done) head++;
+    if (head === items.length) {
+      items.length = 0;
+      head = 0;
+      if (this.refed && this.timer !== undefined) {
+        this.refed = false;
+        this.timer.unref?.();
+      }
+    } else if (head > 1024 && head * 2 > items.length) {
+      this.items = items.slice(head);
+      head = 0;
+    }
+    this.head = head;
+  }
+
+  #arm(delayMs) {
+    this.timer = setTimeout(this.fire, Math.max(1, Math.ceil(delayMs)));
+    this.refed = true;
+  }
+
+  #fire() {
+    this.timer = undefined;
+    this.refed = false;
+    const now = performance.now();
+    // `expire` settles the call, which may move `head` or replace `items`: re-read both.
+    while (this.head < this.items.length) {
+      const entry = this.items[this.head];
+      if (entry.done) {
+        this.head++;
+      } else if (entry.deadline <= now) {
+        this.head++;
+        entry.expire();
+      } else {
+        break;
+      }
+    }
+    if (this.head < this.items.length) {
+      this.#arm(this.items[this.head].deadline - now);
+    } else {
+      this.items.length = 0;
+      this.head = 0;
+    }
+  }
+}
+
+/** timeoutMs -> its queue, shared by every breaker. */
+const deadlineQueues = new Map();
+
+function deadlinesFor(ms) {
+  let queue = deadlineQueues.get(ms);
+  if (queue === undefined) {
+    queue = new Deadlines(ms);
+    deadlineQueues.set(ms, queue);
+  }
+  return queue;
+}
+
+// ------------------------------------------------------------------------------------
 // The breaker
 // ------------------------------------------------------------------------------------
 
@@ -514,10 +609,14 @@ export class CircuitBreaker {
     return new Promise((resolve, reject) => {
       const controller = new AbortController();
       let done = false;
-      let timer;
+      // The deadline entry, when there is a timeout (see `Deadlines`).
+      let entry;
       const finish = (code) => {
         done = true;
-        if (timer !== undefined) clearTimeout(timer);
+        if (entry !== undefined) {
+          entry.done = true;
+          entry.queue.settled();
+        }
         if (signal !== undefined) signal.removeEventListener('abort', onAbort);
         this.#settle(permit, code);
       };
@@ -540,13 +639,19 @@ export class CircuitBreaker {
         reject(signal.reason);
       };
       if (timeoutMs !== undefined) {
-        timer = setTimeout(() => {
-          if (done) return;
-          const error = new DOMException(`operation timed out after ${timeoutMs} ms`, 'TimeoutError');
-          finish(TIMEOUT);
-          controller.abort(error);
-          fail(error);
-        }, timeoutMs);
+        entry = {
+          done: false,
+          deadline: 0,
+          queue: null,
+          expire() {
+            if (done) return;
+            const error = new DOMException(`operation timed out after ${timeoutMs} ms`, 'TimeoutError');
+            finish(TIMEOUT);
+            controller.abort(error);
+            fail(error);
+          },
+        };
+        deadlinesFor(timeoutMs).add(entry);
       }
       if (signal !== undefined) signal.addEventListener('abort', onAbort, { once: true });
       let pending;

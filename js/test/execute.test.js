@@ -128,6 +128,33 @@ describe('execute', () => {
     assert.equal(m.inFlight, 0);
   });
 
+  test('many calls sharing timeouts: exactly the ones still pending at their deadline time out', async () => {
+    const { breaker } = make({ failureThreshold: 1_000, maxInFlight: 1_000 });
+    const started = performance.now();
+    const calls = [];
+    for (let i = 0; i < 60; i++) {
+      const timeoutMs = i % 2 === 0 ? 30 : 60;
+      const answerAfter = i % 3 === 0 ? null : 5; // every third call hangs
+      const run = breaker.execute(() => (answerAfter === null
+        ? new Promise(() => {})
+        : new Promise((resolve) => setTimeout(resolve, answerAfter, i))), { timeoutMs });
+      calls.push(run.then((v) => ['ok', v, performance.now() - started], (e) => [e.name, timeoutMs, performance.now() - started]));
+    }
+    const results = await Promise.all(calls);
+    results.forEach(([kind, detail, at], i) => {
+      if (i % 3 === 0) {
+        assert.equal(kind, 'TimeoutError', `call ${i}`);
+        assert.ok(at >= detail - 1, `call ${i} timed out after ${at} ms, before its ${detail} ms`);
+      } else {
+        assert.deepEqual([kind, detail], ['ok', i]);
+      }
+    });
+    const m = breaker.metrics();
+    assert.equal(m.faults, 20);
+    assert.equal(m.calls, 60);
+    assert.equal(m.inFlight, 0);
+  });
+
   test('timeout with fallback returns the fallback', async () => {
     const { breaker } = make();
     assert.equal(await breaker.execute(() => new Promise(() => {}), { timeoutMs: 10, fallback: 'fb' }), 'fb');
