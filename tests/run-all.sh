@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Every test of tripgate, installing what it needs first. Idempotent: what is already
+# installed at the right version is skipped, so a second run only runs the tests.
+#
+#   bash tests/run-all.sh
+#
+# Honours CARGO_TARGET_DIR (CI keeps one outside the clone so reruns reuse builds).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "toolchain: Rust 1.95.0 (rust-toolchain.toml) and its wasm targets"
+rustup toolchain install 1.95.0 --profile minimal -c rustfmt -c clippy >/dev/null 2>&1 || true
+rustup target add --toolchain 1.95.0 wasm32-wasip2 wasm32-unknown-unknown wasm32v1-none >/dev/null
+
+step "wasm-bindgen CLI 0.2.130 (the crate is pinned to it)"
+if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen 0.2.130" ]; then
+  # No --locked: its lock file names a crate release the registry here does not have.
+  cargo install wasm-bindgen-cli --version 0.2.130
+fi
+
+step "core: builds for wasm32v1-none, a target with no std at all"
+cargo build -p tripgate-core --no-default-features --target wasm32v1-none --release
+
+step "component: WASI 0.2 component (wasm32-wasip2)"
+cargo build -p tripgate-component --target wasm32-wasip2 --release
+
+step "Rust: core (spec, model, vectors, no-heap, doctests), wasmtime host, demo"
+cargo test --workspace --exclude tripgate-component --exclude tripgate-wasm --profile ci
+
+step "JS: wasm-bindgen package and the component under jco, on Node 20 and Node 24"
+bash js/scripts/test.sh
