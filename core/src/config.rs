@@ -17,7 +17,10 @@ pub const MAX_WINDOW_CALLS: u16 = 1024;
 /// Most probes that may be outstanding at once in half-open.
 pub const MAX_PROBES: u8 = 64;
 /// Largest backoff factor.
-pub const MAX_BACKOFF_FACTOR: f64 = 1000.0;
+pub const MAX_BACKOFF_FACTOR: f64 = MAX_BACKOFF_FACTOR_WHOLE as f64;
+/// [`MAX_BACKOFF_FACTOR`] as an integer, so messages need no float formatting (which
+/// would add ~20 KB to a WebAssembly guest).
+const MAX_BACKOFF_FACTOR_WHOLE: u16 = 1000;
 
 /// How a breaker behaves. Build it with struct-update syntax over the defaults:
 ///
@@ -277,7 +280,7 @@ impl fmt::Display for Rule {
             Self::AtLeastField(other) => write!(f, "must be >= {other}"),
             Self::Factor => write!(
                 f,
-                "must be a finite number between 1 and {MAX_BACKOFF_FACTOR}"
+                "must be a finite number between 1 and {MAX_BACKOFF_FACTOR_WHOLE}"
             ),
         }
     }

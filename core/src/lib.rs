@@ -48,7 +48,6 @@
     clippy::todo,
     clippy::unimplemented
 )]
-#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 #[cfg(feature = "std")]
 extern crate std;

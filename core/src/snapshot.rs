@@ -209,6 +209,25 @@ fn shape(window: &Window, out: &mut Writer<'_>) {
 impl Breaker {
     /// Writes the state as of `now` into `out`; returns the bytes written. A buffer of
     /// [`MAX_EXPORT_LEN`] bytes always suffices.
+    ///
+    /// ```
+    /// use tripgate_core::{Breaker, Config, Outcome, State, MAX_EXPORT_LEN, SECOND};
+    ///
+    /// let mut old = Breaker::new(Config::default(), 0).unwrap();
+    /// for _ in 0..5 {
+    ///     let permit = old.acquire(0).decision.unwrap();
+    ///     old.record(permit, Outcome::Timeout, 0); // trips: open for 15 s
+    /// }
+    /// let mut bytes = [0u8; MAX_EXPORT_LEN];
+    /// let len = old.export(10 * SECOND, &mut bytes).unwrap();
+    ///
+    /// // A new process whose clock reads 3 s, one second after the export.
+    /// let mut new = Breaker::new(Config::default(), 3 * SECOND).unwrap();
+    /// new.import(&bytes[..len], SECOND, 3 * SECOND).unwrap();
+    /// assert_eq!(new.state(3 * SECOND), State::Open);
+    /// assert_eq!(new.metrics(3 * SECOND).cooldown_remaining, 4 * SECOND);
+    /// assert!(new.import(&bytes[..len - 1], 0, 3 * SECOND).is_err()); // truncated
+    /// ```
     pub fn export(&self, now: Nanos, out: &mut [u8]) -> Result<usize, SnapshotError> {
         let now = self.clock.peek(now);
         // The timer goes out as it is, not as time has moved it: a transition that has
