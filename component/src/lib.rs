@@ -153,6 +153,24 @@ impl wit::GuestPermit for PermitResource {
     }
 }
 
+impl BreakerResource {
+    /// One copy of the core's `record` for both permit kinds (the component's size).
+    #[inline(never)]
+    fn record(&self, permit: Permit, outcome: Outcome, now: u64) -> wit::Recorded {
+        recorded_of(&self.0.borrow_mut().record(permit, outcome, now))
+    }
+
+    /// One copy of the manual operations' glue.
+    #[inline(never)]
+    fn manual(
+        &self,
+        op: fn(&mut Breaker, u64) -> core_api::Transitions,
+        now: u64,
+    ) -> Vec<wit::Transition> {
+        transitions(&op(&mut self.0.borrow_mut(), now))
+    }
+}
+
 impl wit::GuestBreaker for BreakerResource {
     fn create(config: wit::Config, now: u64) -> Result<wit::Breaker, wit::ConfigError> {
         let breaker = Breaker::new(core_config(config)?, now).map_err(config_error)?;
@@ -200,8 +218,7 @@ impl wit::GuestBreaker for BreakerResource {
         let Some(permit) = held.permit.take() else {
             return Err(wit::RecordError::MalformedPermit);
         };
-        let recorded = self.0.borrow_mut().record(permit, outcome, now);
-        Ok(recorded_of(&recorded))
+        Ok(self.record(permit, outcome, now))
     }
 
     fn acquire_raw(&self, now: u64) -> wit::RawAdmission {
@@ -232,12 +249,10 @@ impl wit::GuestBreaker for BreakerResource {
             ticket: permit.ticket,
             started: permit.started,
         };
-        let recorded = self
-            .0
-            .borrow_mut()
-            .record_raw(raw, outcome, now)
+        let permit = raw
+            .into_permit()
             .map_err(|_| wit::RecordError::MalformedPermit)?;
-        Ok(recorded_of(&recorded))
+        Ok(self.record(permit, outcome, now))
     }
 
     fn state(&self, now: u64) -> wit::State {
@@ -274,19 +289,19 @@ impl wit::GuestBreaker for BreakerResource {
     }
 
     fn isolate(&self, now: u64) -> Vec<wit::Transition> {
-        transitions(&self.0.borrow_mut().isolate(now))
+        self.manual(Breaker::isolate, now)
     }
 
     fn release(&self, now: u64) -> Vec<wit::Transition> {
-        transitions(&self.0.borrow_mut().release(now))
+        self.manual(Breaker::release, now)
     }
 
     fn disable(&self, now: u64) -> Vec<wit::Transition> {
-        transitions(&self.0.borrow_mut().disable(now))
+        self.manual(Breaker::disable, now)
     }
 
     fn reset(&self, now: u64) -> Vec<wit::Transition> {
-        transitions(&self.0.borrow_mut().reset(now))
+        self.manual(Breaker::reset, now)
     }
 
     fn export_state(&self, now: u64) -> Result<Vec<u8>, wit::SnapshotError> {
@@ -415,35 +430,11 @@ fn config_error(error: core_api::ConfigError) -> wit::ConfigError {
     }
 }
 
-/// `field rule`, the words of the core's `ConfigError` display. Spelled out here because
-/// the core's `Rule` display formats `MAX_BACKOFF_FACTOR` as a float, and float formatting
-/// alone would add about 20 KB to the component. The vectors check the words match.
+/// `field rule`, in the core's words (`failure-threshold must be >= 1`).
 fn message(field: &str, rule: Rule) -> String {
     let mut out = String::from(field);
-    out.push_str(" must be ");
-    let number = |n: u64| n.to_string();
-    match rule {
-        Rule::AtLeast(min) => {
-            out.push_str(">= ");
-            out.push_str(&number(min));
-        }
-        Rule::Between(lo, hi) => {
-            out.push_str("between ");
-            out.push_str(&number(lo));
-            out.push_str(" and ");
-            out.push_str(&number(hi));
-        }
-        Rule::Positive => out.push_str("> 0"),
-        Rule::AtLeastField(other) => {
-            out.push_str(">= ");
-            out.push_str(other.name());
-        }
-        Rule::Factor => {
-            out.push_str("a finite number between 1 and ");
-            // MAX_BACKOFF_FACTOR is a whole number (1000).
-            out.push_str(&number(core_api::MAX_BACKOFF_FACTOR as u64));
-        }
-    }
+    out.push(' ');
+    out.push_str(&rule.to_string());
     out
 }
 

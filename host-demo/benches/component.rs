@@ -98,6 +98,13 @@ fn bench(c: &mut Criterion) {
         group.bench_function("bare bindings, state only", |b| {
             b.iter(|| black_box(api.call_state(&mut store, me, 1).unwrap()))
         });
+        group.bench_function(
+            "bare bindings, release (returns a list: post-return)",
+            |b| b.iter(|| black_box(api.call_release(&mut store, me, 1).unwrap())),
+        );
+        group.bench_function("bare bindings, metrics (a big flat record)", |b| {
+            b.iter(|| black_box(api.call_metrics(&mut store, me, 1).unwrap()))
+        });
         group.bench_function("bare bindings, raw permit pair", |b| {
             b.iter(|| {
                 let admission = api.call_acquire_raw(&mut store, me, 1).unwrap();
