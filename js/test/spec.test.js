@@ -141,6 +141,34 @@ describe('states and epochs', () => {
   });
 });
 
+describe('permits (plain numbers into a table of outstanding permits)', () => {
+  test('permits are small integers; leaked permits of an ended epoch are reclaimed', () => {
+    const { breaker } = make();
+    const permits = Array.from({ length: 10_000 }, () => breaker.acquire());
+    assert.ok(permits.every((p) => Number.isInteger(p) && p >= 0 && p < 2 ** 28));
+    assert.equal(new Set(permits).size, permits.length);
+    assert.equal(breaker.outstandingPermits, 10_000);
+    // Leak 10 000 more in each of five epochs: the table sweeps the stale ones when it
+    // would grow, so it holds at most about twice the permits of one epoch, not 60 000.
+    for (let epoch = 0; epoch < 5; epoch++) {
+      breaker.reset(); // every permit out is stale now
+      for (let i = 0; i < 10_000; i++) breaker.acquire();
+    }
+    assert.ok(breaker.outstandingPermits <= 2 * 16_384, `${breaker.outstandingPermits} permits held`);
+    assert.equal(breaker.metrics().inFlight, 10_000, 'the core counts only the current epoch');
+    assert.equal(breaker.record(permits[0], 503), 'fault');
+    assert.equal(breaker.lastRecord.stale, true);
+  });
+
+  test('at most 2^20 permits out per breaker; beyond, calls are rejected as saturated', () => {
+    const { breaker } = make();
+    for (let i = 0; i < 2 ** 20; i++) breaker.acquire();
+    assert.equal(breaker.acquire(), Rejected.SATURATED);
+    assert.equal(breaker.metrics().inFlight, 2 ** 20, 'the refused call was handed straight back');
+    assert.equal(breaker.state, 'closed');
+  });
+});
+
 describe('admission', () => {
   test('closed with max-in-flight: the cap rejects as saturated and stays closed', () => {
     const { breaker } = make({ maxInFlight: 2 });

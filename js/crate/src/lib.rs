@@ -23,8 +23,9 @@
 //! outstanding permits), `gen` (7 bits) is bumped each time the slot is freed, so a permit
 //! recorded twice (or after its slot was reclaimed) no longer matches and is reported as
 //! stale, exactly like a permit from an earlier epoch: classified, counted as stale,
-//! changing nothing. Permits that are never recorded (leaked) hold their slot until their
-//! epoch ends; the table then reclaims them when it would otherwise grow.
+//! changing nothing. Permits that are never recorded (leaked) hold their slot; before the
+//! table doubles, it frees the slots of permits from ended epochs, so leaks cost memory
+//! only within an epoch.
 //!
 //! ## Clock readings
 //!
