@@ -34,3 +34,17 @@ test('the web build makes the same decisions on the shared vectors', () => {
     }
   }
 });
+
+test('in a worker thread, with the module posted to it', async () => {
+  const { Worker } = await import('node:worker_threads');
+  const bytes = readFileSync(new URL('../pkg/web/tripgate_wasm_bg.wasm', import.meta.url));
+  const worker = new Worker(new URL('./worker-fixture.js', import.meta.url), {
+    workerData: { module: new WebAssembly.Module(bytes) },
+  });
+  const message = await new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  await worker.terminate();
+  assert.deepEqual(message, { state: 'open', rejected: Rejected.OPEN, retryAfterMs: 15_000 });
+});
