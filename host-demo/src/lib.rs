@@ -321,6 +321,26 @@ struct BreakerShared {
     resource: ResourceAny,
 }
 
+impl BreakerShared {
+    fn now(&self) -> u64 {
+        self.instance.clock.now()
+    }
+
+    /// Runs `f` on the locked guest with this breaker's resource.
+    fn with<T>(
+        &self,
+        f: impl FnOnce(
+            &wit::GuestBreaker<'_>,
+            &mut Store<HostState>,
+            ResourceAny,
+        ) -> wasmtime::Result<T>,
+    ) -> Result<T> {
+        let mut guest = self.instance.lock();
+        let (api, store) = guest.breakers();
+        Ok(f(&api, store, self.resource)?)
+    }
+}
+
 impl Drop for BreakerShared {
     fn drop(&mut self) {
         let mut guest = self.instance.lock();
@@ -410,7 +430,7 @@ impl std::error::Error for RecordError {}
 
 impl Breaker {
     fn now(&self) -> u64 {
-        self.shared.instance.clock.now()
+        self.shared.now()
     }
 
     /// Runs `f` on the locked guest with this breaker's resource.
@@ -422,9 +442,7 @@ impl Breaker {
             ResourceAny,
         ) -> wasmtime::Result<T>,
     ) -> Result<T> {
-        let mut guest = self.shared.instance.lock();
-        let (api, store) = guest.breakers();
-        Ok(f(&api, store, self.shared.resource)?)
+        self.shared.with(f)
     }
 
     /// Admits a call or turns it away, at the clock's `now`.
@@ -551,11 +569,9 @@ impl Permit {
     }
 
     /// Hands the permit back with its call's outcome, at the clock's `now`.
-    pub fn record(self, outcome: Outcome) -> Result<Recorded> {
-        let breaker = Breaker {
-            shared: Arc::clone(&self.breaker),
-        };
-        self.record_on(&breaker, outcome)
+    pub fn record(mut self, outcome: Outcome) -> Result<Recorded> {
+        let resource = self.take()?;
+        deliver(&self.breaker, resource, outcome)
     }
 
     /// Hands the permit to `breaker` (normally the one that issued it; any other refuses
@@ -566,15 +582,23 @@ impl Permit {
             // refuses a foreign permit, and release it on its own breaker (by `Drop`).
             return Err(RecordError(wit::RecordError::ForeignPermit).into());
         }
-        let resource = self
-            .resource
-            .take()
-            .ok_or_else(|| anyhow!("permit already recorded"))?;
-        let now = breaker.now();
-        let recorded = breaker
-            .with(|api, store, me| api.call_record_outcome(store, me, resource, outcome, now))?;
-        Ok(recorded.map_err(RecordError)?.into())
+        let resource = self.take()?;
+        deliver(&breaker.shared, resource, outcome)
     }
+
+    fn take(&mut self) -> Result<ResourceAny> {
+        self.resource
+            .take()
+            .ok_or_else(|| anyhow!("permit already recorded"))
+    }
+}
+
+/// Records `outcome` for the permit `resource` on `breaker`, at its clock's `now`.
+fn deliver(breaker: &BreakerShared, resource: ResourceAny, outcome: Outcome) -> Result<Recorded> {
+    let now = breaker.now();
+    let recorded = breaker
+        .with(|api, store, me| api.call_record_outcome(store, me, resource, outcome, now))?;
+    Ok(recorded.map_err(RecordError)?.into())
 }
 
 impl Drop for Permit {

@@ -49,6 +49,12 @@ fn bytes_per_breaker_and_per_permit_in_one_instance() {
     const BREAKERS: usize = 1_000;
     let (runtime, _clock) = common::fake(0);
     let instance = runtime.instantiate().unwrap();
+    let fresh = instance.memory_bytes();
+    println!("a fresh instance has {fresh} bytes of linear memory");
+    assert!(
+        fresh <= 256 * 1024,
+        "the 64 KiB shadow stack keeps instances small"
+    );
     // Warm the allocator up with one breaker, so the count is of breakers, not of its
     // first heap.
     let first = instance.breaker(&Config::default()).unwrap();
