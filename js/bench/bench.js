@@ -31,51 +31,52 @@ const ROUND_MS = Number(process.env.BENCH_MS ?? 200);
 const fn = async () => 1;
 const syncFn = () => 1;
 
-/** Runs `op` (async) in rounds; median ns per op. */
-async function timeAsync(op) {
-  // Calibrate: how many ops take about ROUND_MS.
+/** Iterations of `op` that take about ROUND_MS. */
+async function calibrate(op, isAsync) {
   let n = 1000;
   for (;;) {
     const t0 = performance.now();
-    for (let i = 0; i < n; i++) await op();
+    if (isAsync) for (let i = 0; i < n; i++) await op();
+    else for (let i = 0; i < n; i++) op();
     const dt = performance.now() - t0;
-    if (dt > ROUND_MS / 4) {
-      n = Math.max(1000, Math.round((n * ROUND_MS) / dt));
-      break;
-    }
+    if (dt > ROUND_MS / 4) return Math.max(1000, Math.round((n * ROUND_MS) / dt));
     n *= 4;
   }
-  const rounds = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) await op();
-    rounds.push(((performance.now() - t0) * 1e6) / n);
-  }
-  rounds.sort((a, b) => a - b);
-  return rounds[rounds.length >> 1];
 }
 
-/** Same for a synchronous op. */
-function timeSync(op) {
-  let n = 10000;
-  for (;;) {
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) op();
-    const dt = performance.now() - t0;
-    if (dt > ROUND_MS / 4) {
-      n = Math.max(10000, Math.round((n * ROUND_MS) / dt));
-      break;
-    }
-    n *= 4;
-  }
-  const rounds = [];
+/**
+ * Times several ops in interleaved rounds (A B C A B C ...), so that drift in the
+ * machine's load hits them alike; returns the median ns per op of each, by name.
+ * `ops`: { name: [op, isAsync] }.
+ */
+async function compare(ops) {
+  const entries = Object.entries(ops);
+  const counts = [];
+  for (const [, [op, isAsync]] of entries) counts.push(await calibrate(op, isAsync));
+  const samples = entries.map(() => []);
   for (let r = 0; r < ROUNDS; r++) {
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) op();
-    rounds.push(((performance.now() - t0) * 1e6) / n);
+    for (let k = 0; k < entries.length; k++) {
+      const [op, isAsync] = entries[k][1];
+      const n = counts[k];
+      const t0 = performance.now();
+      if (isAsync) for (let i = 0; i < n; i++) await op();
+      else for (let i = 0; i < n; i++) op();
+      samples[k].push(((performance.now() - t0) * 1e6) / n);
+    }
   }
-  rounds.sort((a, b) => a - b);
-  return rounds[rounds.length >> 1];
+  const result = {};
+  entries.forEach(([name], k) => {
+    const sorted = samples[k].sort((a, b) => a - b);
+    result[name] = sorted[sorted.length >> 1];
+  });
+  return result;
+}
+
+function timeSyncOnce(op, n = 200_000) {
+  for (let i = 0; i < n / 10; i++) op();
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) op();
+  return ((performance.now() - t0) * 1e6) / n;
 }
 
 const swallow = () => {};
@@ -118,32 +119,31 @@ function cockatielSampling() {
 
 const results = [];
 
-async function row(name, tripgate, opossumNs, cockatielNs) {
-  results.push({ name, tripgate, opossum: opossumNs, cockatiel: cockatielNs });
-}
 
-const baseline = await timeAsync(() => fn());
-const syncBaseline = await timeAsync(async () => syncFn());
+let baseline = 0;
+
+/** An execute-style row: each subject minus a bare `await fn()` measured in the same rounds. */
+async function overheadRow(name, tripgate, opossumOp, cockatielOp, base = () => fn()) {
+  const r = await compare({
+    base: [base, true], tripgate: [tripgate, true], opossum: [opossumOp, true], cockatiel: [cockatielOp, true],
+  });
+  baseline = r.base;
+  results.push({ name, tripgate: r.tripgate - r.base, opossum: r.opossum - r.base, cockatiel: r.cockatiel - r.base });
+}
 
 {
   const t = tripgateClosed();
   const o = opossum(fn);
   const c = cockatielPolicy();
-  const tg = await timeAsync(() => t.execute(fn));
-  const op = await timeAsync(() => o.fire());
-  const ck = await timeAsync(() => c.execute(fn));
-  await row('execute (async fn)', tg - baseline, op - baseline, ck - baseline);
+  await overheadRow('execute (async fn)', () => t.execute(fn), () => o.fire(), () => c.execute(fn));
 }
 
 {
-  // Same, against cockatiel's windowed SamplingBreaker (tripgate's window is time-based too).
+  // Against cockatiel's windowed SamplingBreaker (tripgate's window is time-based too).
   const t = tripgateClosed();
   const o = opossum(fn);
   const c = cockatielSampling();
-  const tg = await timeAsync(() => t.execute(fn));
-  const op = await timeAsync(() => o.fire());
-  const ck = await timeAsync(() => c.execute(fn));
-  await row('execute (async fn), cockatiel SamplingBreaker', tg - baseline, op - baseline, ck - baseline);
+  await overheadRow('execute (async fn), cockatiel SamplingBreaker', () => t.execute(fn), () => o.fire(), () => c.execute(fn));
 }
 
 {
@@ -151,35 +151,66 @@ const syncBaseline = await timeAsync(async () => syncFn());
   const t = new CircuitBreaker({ timeoutMs: 10_000 });
   const o = new Opossum(fn, { timeout: 10_000 });
   const c = cockatiel.wrap(cockatiel.timeout(10_000, cockatiel.TimeoutStrategy.Aggressive), cockatielSampling());
-  const tg = await timeAsync(() => t.execute(fn));
-  const op = await timeAsync(() => o.fire());
-  const ck = await timeAsync(() => c.execute(fn));
-  await row('execute with a 10 s timeout (timer per call)', tg - baseline, op - baseline, ck - baseline);
+  await overheadRow('execute with a 10 s timeout (timer per call)', () => t.execute(fn), () => o.fire(), () => c.execute(fn));
 }
 
 {
+  // tripgate's two-step API is synchronous; theirs is their cheapest guarded call.
   const t = tripgateClosed();
   const o = opossum(syncFn);
   const c = cockatielPolicy();
-  const tg = timeSync(() => t.record(t.acquire(), 'success'));
-  const op = await timeAsync(() => o.fire());
-  const ck = await timeAsync(() => c.execute(syncFn));
-  await row('acquire+record (theirs: execute of a sync fn)', tg, op - syncBaseline, ck - syncBaseline);
+  const r = await compare({
+    tripgate: [() => t.record(t.acquire(), 'success'), false],
+    base: [async () => syncFn(), true],
+    opossum: [() => o.fire(), true],
+    cockatiel: [() => c.execute(syncFn), true],
+  });
+  results.push({
+    name: 'acquire+record (theirs: execute of a sync fn)',
+    tripgate: r.tripgate, opossum: r.opossum - r.base, cockatiel: r.cockatiel - r.base,
+  });
 }
 
 {
   const t = tripgateOpen();
-  const tg = timeSync(() => t.acquire());
   const o = opossum(fn);
   o.open();
   const c = cockatielPolicy();
   const handle = c.isolate();
-  const op = await timeAsync(() => o.fire().catch(swallow));
-  const ck = await timeAsync(() => c.execute(fn).catch(swallow));
-  await row('rejection while open (tripgate: acquire() value)', tg, op, ck);
-  const tgExec = await timeAsync(() => t.execute(fn).catch(swallow));
-  await row('rejection while open (execute, catching the error)', tgExec, op, ck);
+  const r = await compare({
+    value: [() => t.acquire(), false],
+    execute: [() => t.execute(fn).catch(swallow), true],
+    opossum: [() => o.fire().catch(swallow), true],
+    cockatiel: [() => c.execute(fn).catch(swallow), true],
+  });
+  results.push({ name: 'rejection while open (tripgate: acquire() value)', tripgate: r.value, opossum: r.opossum, cockatiel: r.cockatiel });
+  results.push({ name: 'rejection while open (execute, catching the error)', tripgate: r.execute, opossum: r.opossum, cockatiel: r.cockatiel });
   handle.dispose();
+}
+
+// ---- for reference: the same core as the WASI component, transpiled by jco ----------------
+
+const reference = [];
+{
+  const { existsSync } = await import('node:fs');
+  const jco = new URL('../test/.jco/tripgate.js', import.meta.url);
+  if (existsSync(jco)) {
+    const { circuitBreaker } = await import(jco);
+    const b = circuitBreaker.Breaker.create({}, 0n);
+    const ok = { tag: 'success' };
+    const t = tripgateClosed();
+    reference.push(['acquire+record, tripgate (wasm-bindgen)', timeSyncOnce(() => t.record(t.acquire(), 'success'))]);
+    reference.push(['acquire+record, component under jco (resource permit)', timeSyncOnce(() => {
+      const a = b.acquire(1n);
+      b.recordOutcome(a.decision.val, ok, 1n);
+    })]);
+    reference.push(['acquire+record, component under jco (raw permit)', timeSyncOnce(() => {
+      const a = b.acquireRaw(1n);
+      b.recordRaw(a.decision.val, ok, 1n);
+    })]);
+    b.isolate(1n);
+    reference.push(['rejection, component under jco', timeSyncOnce(() => b.acquire(1n))]);
+  }
 }
 
 // ---- report -------------------------------------------------------------------------------
@@ -194,6 +225,14 @@ for (const r of results) {
   const ratio = (x) => `${(x / Math.max(r.tripgate, 1)).toFixed(1)}×`;
   console.log(`| ${r.name} | ${fmt(r.tripgate)} | ${fmt(r.opossum)} | ${fmt(r.cockatiel)} | ` +
     `${ratio(r.opossum)} | ${ratio(r.cockatiel)} |`);
+}
+if (reference.length > 0) {
+  console.log('');
+  console.log('For reference, the same core as the WASI component transpiled by jco (scripts/test.sh builds it):');
+  console.log('');
+  console.log('| workload | ns/op |');
+  console.log('|---|---:|');
+  for (const [name, ns] of reference) console.log(`| ${name} | ${fmt(ns)} |`);
 }
 if (process.env.BENCH_JSON) {
   console.log(JSON.stringify({ node: process.versions.node, baseline, results }));
