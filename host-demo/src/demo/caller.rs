@@ -134,7 +134,9 @@ impl CallerShared {
                 self.waiting
                     .store(line.waiting.len() as u32, Ordering::Relaxed);
                 let busy = self.busy.fetch_add(1, Ordering::SeqCst) + 1;
-                self.now_phase().peak_busy.fetch_max(busy, Ordering::Relaxed);
+                self.now_phase()
+                    .peak_busy
+                    .fetch_max(busy, Ordering::Relaxed);
                 return Some(stream);
             }
             line = self
@@ -269,7 +271,11 @@ pub struct Caller {
 }
 
 impl Caller {
-    pub fn start(timeline: Timeline, config: CallerConfig, breaker: Option<Breaker>) -> Result<Self> {
+    pub fn start(
+        timeline: Timeline,
+        config: CallerConfig,
+        breaker: Option<Breaker>,
+    ) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").context("binding the caller")?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(CallerShared {

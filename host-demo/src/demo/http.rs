@@ -62,7 +62,12 @@ pub fn get(
         stream.set_read_timeout(Some(remaining(deadline)?))?;
         let n = match stream.read(&mut chunk) {
             Ok(n) => n,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 return Err(timed_out())
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -140,7 +140,8 @@ impl LoadGen {
         while self.outstanding.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        let mut samples = std::mem::take(&mut *self.samples.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut samples =
+            std::mem::take(&mut *self.samples.lock().unwrap_or_else(|p| p.into_inner()));
         samples.sort_by(|a, b| a.at.total_cmp(&b.at));
         samples
     }

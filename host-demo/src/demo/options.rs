@@ -155,7 +155,9 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Parsed, String> {
             "--client-timeout" => o.client_timeout = millis(&name, &value()?)?,
             "--seed" => {
                 let v = value()?;
-                o.seed = v.parse().map_err(|_| format!("{name}: not a number: {v}"))?;
+                o.seed = v
+                    .parse()
+                    .map_err(|_| format!("{name}: not a number: {v}"))?;
             }
             "--only" => {
                 o.modes = match value()?.as_str() {
@@ -228,7 +230,15 @@ mod tests {
     fn defaults_and_overrides() {
         let o = run(&[]);
         assert_eq!((o.pool, o.queue, o.probes, o.successes), (32, 64, 2, 2));
-        let o = run(&["--pool", "8", "-k", "3", "--timeout=250", "--only", "tripgate"]);
+        let o = run(&[
+            "--pool",
+            "8",
+            "-k",
+            "3",
+            "--timeout=250",
+            "--only",
+            "tripgate",
+        ]);
         assert_eq!((o.pool, o.queue, o.probes), (8, 16, 3));
         assert_eq!(o.timeout, Duration::from_millis(250));
         assert_eq!(o.modes, Modes::Tripgate);

@@ -26,12 +26,6 @@ pub struct Phase {
     pub end: Duration,
 }
 
-impl Phase {
-    pub fn duration(&self) -> Duration {
-        self.end - self.start
-    }
-}
-
 /// The phases at scale 1, in seconds.
 const SCRIPT: [(&str, Behaviour, f64); 6] = [
     ("healthy", Behaviour::Healthy, 3.0),
@@ -113,10 +107,6 @@ impl Timeline {
 
     pub fn phase_now(&self) -> usize {
         self.phase_at(Instant::now())
-    }
-
-    pub fn behaviour_now(&self) -> Behaviour {
-        self.scenario.phases[self.phase_now()].behaviour
     }
 
     pub fn phases(&self) -> usize {

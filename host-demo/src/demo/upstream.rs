@@ -183,7 +183,8 @@ pub struct Upstream {
 
 impl Upstream {
     pub fn start(timeline: Timeline, config: UpstreamConfig) -> Result<Self> {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding the upstream")?;
+        let listener =
+            std::net::TcpListener::bind("127.0.0.1:0").context("binding the upstream")?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(UpstreamShared {
@@ -202,13 +203,11 @@ impl Upstream {
             .build()
             .context("starting the upstream's runtime")?;
         let stop = Arc::new(AtomicBool::new(false));
-        let thread = std::thread::Builder::new()
-            .name("upstream".into())
-            .spawn({
-                let shared = Arc::clone(&shared);
-                let stop = Arc::clone(&stop);
-                move || serve(runtime, listener, shared, stop)
-            })?;
+        let thread = std::thread::Builder::new().name("upstream".into()).spawn({
+            let shared = Arc::clone(&shared);
+            let stop = Arc::clone(&stop);
+            move || serve(runtime, listener, shared, stop)
+        })?;
         Ok(Self {
             addr,
             shared,
