@@ -7,6 +7,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$JS"
 
 status=0
+echo "== cargo test -p tripgate-wasm: the wasm layer's own unit tests (native)"
+(cd "$JS/.." && cargo test -p tripgate-wasm --quiet) || status=1
 echo "== tsc: the TypeScript declarations (index.d.ts) against test/types-check.ts"
 node node_modules/typescript/bin/tsc -p test || status=1
 for node in node "$NODE24"; do
