@@ -781,7 +781,7 @@ mod tests {
         let values = [f64::NAN; slot::LEN];
         let mut b = Breaker::new(&values, None, None, 0.0).unwrap();
         let p = b.acquire(1.0);
-        assert!(p >= 0 && p < TRANSITIONED);
+        assert!((0..TRANSITIONED).contains(&p));
         let first = b.record(f64::from(p), f64::from(KIND_BASE), 2.0);
         assert_eq!(first & 3, 0);
         assert_eq!(first & 8, 0, "first record is current");
