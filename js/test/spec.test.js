@@ -160,6 +160,20 @@ describe('permits (plain numbers into a table of outstanding permits)', () => {
     assert.equal(breaker.lastRecord.stale, true);
   });
 
+  test("a permit handed to the wrong breaker is stale there and leaves that breaker's own call alone", () => {
+    const a = make().breaker;
+    const b = make().breaker;
+    const pa = a.acquire();
+    const pb = b.acquire();
+    assert.equal(b.record(pa, 503), 'fault');
+    assert.equal(b.lastRecord.stale, true);
+    assert.equal(b.metrics().inFlight, 1, "b's own call is still out");
+    assert.equal(b.record(pb, 200), 'success');
+    assert.equal(b.lastRecord.stale, false);
+    assert.equal(a.record(pa, 200), 'success');
+    assert.equal(a.lastRecord.stale, false);
+  });
+
   test('at most 2^20 permits out per breaker; beyond, calls are rejected as saturated', () => {
     const { breaker } = make();
     for (let i = 0; i < 2 ** 20; i++) breaker.acquire();

@@ -23,9 +23,10 @@
 //! outstanding permits), `gen` (7 bits) is bumped each time the slot is freed, so a permit
 //! recorded twice (or after its slot was reclaimed) no longer matches and is reported as
 //! stale, exactly like a permit from an earlier epoch: classified, counted as stale,
-//! changing nothing. Permits that are never recorded (leaked) hold their slot; before the
-//! table doubles, it frees the slots of permits from ended epochs, so leaks cost memory
-//! only within an epoch.
+//! changing nothing. Consecutive breakers start their generations apart, so a permit
+//! given to the wrong breaker most likely matches no slot there either. Permits that are
+//! never recorded (leaked) hold their slot; before the table doubles, it frees the slots
+//! of permits from ended epochs, so leaks cost memory only within an epoch.
 //!
 //! ## Clock readings
 //!
@@ -50,11 +51,13 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+use core::sync::atomic::{AtomicU32, Ordering};
 use tripgate_core as core_;
 use tripgate_core::{
     Breaker as Core, Class, Config, ConfigError, Field, GrpcSet, Outcome, Permit, RawPermit,
     Reason, RejectReason, Rule, State, StatusSet, Transitions, MILLISECOND,
 };
+
 use wasm_bindgen::prelude::*;
 
 /// Added to a permit handle returned by `acquire` when the call caused transitions.
@@ -337,17 +340,26 @@ struct Permits {
     /// Table length at which a full table is swept for permits of ended epochs before it
     /// grows.
     sweep_at: usize,
+    /// Generation of new slots: differs between consecutive breakers, so a permit handed
+    /// to the wrong breaker most likely matches no slot there (and counts as stale).
+    first_gen: u8,
 }
 
 const GEN_MASK: u8 = (1 << GEN_BITS) - 1;
 
+/// Breakers created so far, for [`Permits::first_gen`].
+static BREAKERS: AtomicU32 = AtomicU32::new(0);
+
 impl Permits {
     fn new() -> Self {
+        let n = BREAKERS.fetch_add(1, Ordering::Relaxed);
         Self {
             slots: Vec::new(),
             free: Vec::new(),
             live: 0,
             sweep_at: 64,
+            // An odd step spreads consecutive breakers over all 128 generations.
+            first_gen: (n.wrapping_mul(37) as u8) & GEN_MASK,
         }
     }
 
@@ -380,7 +392,7 @@ impl Permits {
             None if self.slots.len() < MAX_SLOTS => {
                 self.slots.push(Slot {
                     permit: None,
-                    gen: 0,
+                    gen: self.first_gen,
                 });
                 self.slots.len() - 1
             }
