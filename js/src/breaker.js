@@ -169,8 +169,13 @@ function checkTimeout(option, value) {
 
 const defaultClock = () => performance.now();
 
-/** A signal that never aborts, handed to `fn` when the call has no timeout and no signal. */
-const NEVER_ABORTED = new AbortController().signal;
+/**
+ * A signal that never aborts, handed to `fn` when the call has no timeout and no signal.
+ * Made on first use: workerd refuses `new AbortController()` in a module's global scope
+ * ("Disallowed operation called within global scope"), so the module must not make one
+ * at import.
+ */
+let neverAborted = null;
 
 // ------------------------------------------------------------------------------------
 // Classification for `execute`
@@ -595,7 +600,7 @@ export class CircuitBreaker {
   async #run(fn, permit, hasFallback, fallback) {
     let value;
     try {
-      value = await fn(NEVER_ABORTED);
+      value = await fn(neverAborted ??= new AbortController().signal);
     } catch (error) {
       this.#settle(permit, errorCode(error));
       if (hasFallback) return applyFallback(fallback, error);

@@ -1,0 +1,44 @@
+// Starts the example Worker (examples/worker/worker.js) in workerd through miniflare's
+// programmatic API, with the package's files as the modules that `tripgate/web` and
+// `tripgate/tripgate.wasm` resolve to (what wrangler's bundler does from the exports map).
+import { readFileSync } from 'node:fs';
+import { Miniflare } from 'miniflare';
+
+const JS = new URL('../../', import.meta.url);
+const read = (path) => readFileSync(new URL(path, JS), 'utf8');
+
+/**
+ * workerd resolves an import against the importing module's name, so the worker sits at
+ * the root, the package's entry under the bare name `tripgate/web`, and its own relative
+ * imports (`./breaker.js`, `../pkg/web/tripgate_wasm.js`) land on the names below.
+ */
+function modules() {
+  return [
+    { type: 'ESModule', path: '/worker/worker.js', contents: read('examples/worker/worker.js') },
+    { type: 'ESModule', path: '/worker/tripgate/web', contents: read('src/web.js') },
+    { type: 'ESModule', path: '/worker/tripgate/breaker.js', contents: read('src/breaker.js') },
+    { type: 'ESModule', path: '/worker/pkg/web/tripgate_wasm.js', contents: read('pkg/web/tripgate_wasm.js') },
+    { type: 'CompiledWasm', path: '/worker/tripgate/tripgate.wasm', contents: readFileSync(new URL('pkg/web/tripgate_wasm_bg.wasm', JS)) },
+  ];
+}
+
+/** The compatibility date the example's wrangler.toml names. */
+export const COMPATIBILITY_DATE = '2026-04-01';
+
+/**
+ * A Miniflare running the example Worker. `persistDir`: where its Durable Object storage
+ * lives (a second instance on the same folder sees the same state); `bindings` override the
+ * Worker's vars (UPSTREAM, BREAKER_OPTIONS, TRIPGATE_TEST_CLOCK, PERSIST, TIMEOUT_MS).
+ */
+export async function startWorker({ upstream, persistDir, bindings = {} }) {
+  const mf = new Miniflare({
+    modules: modules(),
+    modulesRoot: '/worker',
+    compatibilityDate: COMPATIBILITY_DATE,
+    bindings: { UPSTREAM: upstream, ...bindings },
+    durableObjects: { BREAKER: { className: 'UpstreamBreaker', useSQLite: true } },
+    durableObjectsPersist: persistDir ?? false,
+  });
+  await mf.ready;
+  return mf;
+}
