@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The JS package's tests, on the machine's Node (20) and on Node 24. Idempotent: builds
 # the wasm (cargo + wasm-bindgen CLI), runs `npm ci` and installs Node 24 only when needed.
-# Exits non-zero if any test fails on either version.
+# Then the edge runtimes (scripts/edge-test.sh: workerd via miniflare, and Deno).
+# Exits non-zero if any test fails on either version or runtime.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$JS"
@@ -15,4 +16,5 @@ for node in node "$NODE24"; do
   echo "== node $("$node" --version): node --test test/*.test.js"
   "$node" --test --test-reporter=spec test/*.test.js || status=1
 done
+bash "$JS/scripts/edge-test.sh" || status=1
 exit $status

@@ -1,0 +1,251 @@
+// The example Worker (examples/worker/worker.js) in real workerd, through miniflare's
+// programmatic API, against an upstream served on 127.0.0.1. Time is the test's: with the
+// TRIPGATE_TEST_CLOCK binding the Worker reads the `x-tripgate-test-now` header as its
+// clock (see clockOf in worker.js), so cooldowns pass without sleeping. One test runs on
+// workerd's real clock with a short cooldown, and one checks that without the binding the
+// header moves nothing.
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startWorker } from './miniflare.js';
+import { Upstream } from './upstream.js';
+
+const OPTIONS = {
+  failureThreshold: 5, minCalls: 5, cooldownMs: 15_000, halfOpenMaxProbes: 1, halfOpenRequiredSuccesses: 2,
+};
+const TEST_BINDINGS = { BREAKER_OPTIONS: JSON.stringify(OPTIONS), TRIPGATE_TEST_CLOCK: '1' };
+
+const upstream = new Upstream();
+const dirs = [];
+before(() => upstream.start());
+after(async () => {
+  await upstream.stop();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir() {
+  const dir = mkdtempSync(join(tmpdir(), 'tripgate-edge-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** A fresh upstream state and a Worker (its own Durable Object storage unless `persistDir`). */
+async function worker(bindings = TEST_BINDINGS, persistDir = undefined) {
+  Object.assign(upstream, { status: 200, hits: 0, hold: false });
+  return startWorker({ upstream: upstream.url, persistDir, bindings });
+}
+
+/** One request through the Worker at test time `now` (ms). */
+async function call(mf, now, path = '/api/charge') {
+  const headers = now === undefined ? {} : { 'x-tripgate-test-now': String(now) };
+  const res = await mf.dispatchFetch(`https://edge.example${path}`, { headers });
+  const body = await res.text();
+  return {
+    status: res.status,
+    by: res.headers.get('x-tripgate'), // null: the upstream's own answer
+    retryAfter: res.headers.get('retry-after'),
+    retryAfterMs: Number(res.headers.get('x-tripgate-retry-after-ms')),
+    upstream: res.headers.get('x-upstream'),
+    body,
+  };
+}
+
+async function metrics(mf, now) {
+  const res = await mf.dispatchFetch('https://edge.example/__tripgate/metrics', {
+    headers: { 'x-tripgate-test-now': String(now) },
+  });
+  return res.json();
+}
+
+/** `threshold` 503s from the upstream, passed through, that trip the breaker at `start + n - 1`. */
+async function trip(mf, start) {
+  upstream.status = 503;
+  for (let i = 0; i < OPTIONS.failureThreshold; i++) {
+    const r = await call(mf, start + i);
+    assert.equal(r.status, 503);
+    assert.equal(r.by, null, 'the upstream 503 is passed through');
+    assert.equal(r.body, 'upstream 503');
+  }
+  assert.equal(upstream.hits, OPTIONS.failureThreshold);
+  return start + OPTIONS.failureThreshold - 1;
+}
+
+test('after the threshold of 503s the Worker fails fast: 503 + Retry-After, and the upstream hears nothing', async () => {
+  const mf = await worker();
+  try {
+    const trippedAt = await trip(mf, 1_000);
+    for (let i = 0; i < 50; i++) {
+      const r = await call(mf, trippedAt + 1 + i * 100);
+      assert.equal(r.status, 503);
+      assert.equal(r.by, 'open', 'answered by the breaker');
+      assert.equal(r.upstream, null);
+      assert.equal(r.retryAfterMs, 15_000 - 1 - i * 100);
+      assert.equal(r.retryAfter, String(Math.ceil(r.retryAfterMs / 1000)));
+      assert.deepEqual(JSON.parse(r.body), { error: 'upstream circuit open', reason: 'open', retryAfterMs: r.retryAfterMs });
+    }
+    assert.equal(upstream.hits, OPTIONS.failureThreshold, 'no request reached the upstream while open');
+    const m = await metrics(mf, trippedAt + 5_000);
+    assert.equal(m.state, 'open');
+    assert.equal(m.rejectedTotal.open, 50);
+  } finally {
+    await mf.dispose();
+  }
+});
+
+test('a flood of 404s trips nothing: every one reaches the upstream and is passed through', async () => {
+  const mf = await worker();
+  try {
+    upstream.status = 404;
+    for (let i = 0; i < 100; i++) {
+      const r = await call(mf, 1_000 + i);
+      assert.equal(r.status, 404);
+      assert.equal(r.by, null);
+      assert.equal(r.body, 'upstream 404');
+    }
+    assert.equal(upstream.hits, 100);
+    const m = await metrics(mf, 1_200);
+    assert.equal(m.state, 'closed');
+    assert.equal(m.faults, 0);
+    assert.equal(m.calls, 100);
+    assert.equal(m.transitionsTotal, 0);
+  } finally {
+    await mf.dispose();
+  }
+});
+
+/**
+ * At `now` (the cooldown has passed), 20 concurrent requests while the upstream holds its
+ * answers: exactly one (the probe) reaches it; the rest are answered `probing` at once.
+ * Then the probe's 200 is passed through.
+ */
+async function probeOnce(mf, now) {
+  const before = upstream.hits;
+  upstream.status = 200;
+  upstream.hold = true;
+  const answers = [];
+  const pending = Array.from({ length: 20 }, () => call(mf, now).then((r) => answers.push(r)));
+  await upstream.reached(before + 1);
+  // The other 19 come back while the probe is still held by the upstream.
+  while (answers.length < 19) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(upstream.hits, before + 1, 'exactly one probe reached the upstream');
+  for (const r of answers) {
+    assert.equal(r.status, 503);
+    assert.equal(r.by, 'probing');
+    assert.ok(Number(r.retryAfter) >= 1, `Retry-After ${r.retryAfter}`);
+  }
+  upstream.release();
+  await Promise.all(pending);
+  const probe = answers.find((r) => r.by === null);
+  assert.ok(probe, 'the probe was answered');
+  assert.equal(probe.status, 200);
+  assert.equal(probe.body, 'upstream 200');
+  assert.equal(upstream.hits, before + 1);
+}
+
+test('after the cooldown exactly one probe reaches the upstream, then M successes close the breaker', async () => {
+  const mf = await worker();
+  try {
+    const trippedAt = await trip(mf, 1_000);
+    const justBefore = await call(mf, trippedAt + 14_999);
+    assert.equal(justBefore.by, 'open');
+    assert.equal(justBefore.retryAfterMs, 1);
+    assert.equal(upstream.hits, 5);
+
+    await probeOnce(mf, trippedAt + 15_000);
+    assert.equal((await metrics(mf, trippedAt + 15_000)).state, 'half-open', 'one success of M = 2');
+
+    const second = await call(mf, trippedAt + 15_001);
+    assert.equal(second.status, 200);
+    assert.equal(second.by, null);
+    assert.equal(upstream.hits, 7);
+    const m = await metrics(mf, trippedAt + 15_001);
+    assert.equal(m.state, 'closed');
+    assert.equal(m.lastTransition.reason, 'probes-succeeded');
+
+    for (let i = 0; i < 10; i++) assert.equal((await call(mf, trippedAt + 15_002 + i)).status, 200);
+    assert.equal(upstream.hits, 17);
+  } finally {
+    await mf.dispose();
+  }
+});
+
+test('recycling: a new workerd on the same storage restores the open breaker with its remaining cooldown, then probes once', async () => {
+  const persistDir = tempDir();
+  const start = 1_700_000_000_000; // the test clock stands in for Date.now() as well
+  let mf = await worker(TEST_BINDINGS, persistDir);
+  let trippedAt;
+  try {
+    trippedAt = await trip(mf, start);
+    assert.equal((await call(mf, trippedAt + 1_000)).retryAfterMs, 14_000);
+  } finally {
+    await mf.dispose();
+  }
+
+  mf = await startWorker({ upstream: upstream.url, persistDir, bindings: TEST_BINDINGS });
+  try {
+    const r = await call(mf, trippedAt + 5_000);
+    assert.equal(r.status, 503);
+    assert.equal(r.by, 'open', 'still open in the new isolate');
+    assert.equal(r.retryAfterMs, 10_000, 'with the rest of its cooldown');
+    assert.equal(r.retryAfter, '10');
+    assert.equal(upstream.hits, 5);
+    const m = await metrics(mf, trippedAt + 5_000);
+    assert.equal(m.state, 'open');
+    assert.equal(m.cooldownRemainingMs, 10_000);
+
+    await probeOnce(mf, trippedAt + 15_000);
+  } finally {
+    await mf.dispose();
+  }
+});
+
+test('control: without persistence (PERSIST=off) a new workerd forgets the open breaker', async () => {
+  const persistDir = tempDir();
+  const bindings = { ...TEST_BINDINGS, PERSIST: 'off' };
+  let mf = await worker(bindings, persistDir);
+  let trippedAt;
+  try {
+    trippedAt = await trip(mf, 1_000);
+    assert.equal((await call(mf, trippedAt + 1)).by, 'open');
+  } finally {
+    await mf.dispose();
+  }
+  mf = await startWorker({ upstream: upstream.url, persistDir, bindings });
+  try {
+    upstream.status = 200;
+    const r = await call(mf, trippedAt + 5_000);
+    assert.equal(r.status, 200, 'closed again: the brownout is forgotten');
+    assert.equal(upstream.hits, 6);
+  } finally {
+    await mf.dispose();
+  }
+});
+
+test('on workerd\'s own clock (no test binding) a short cooldown still holds, then lets a probe through', async () => {
+  const options = { ...OPTIONS, cooldownMs: 1_000, halfOpenRequiredSuccesses: 1 };
+  const mf = await worker({ BREAKER_OPTIONS: JSON.stringify(options) });
+  try {
+    upstream.status = 503;
+    for (let i = 0; i < 5; i++) await call(mf);
+    const rejected = await call(mf);
+    assert.equal(rejected.by, 'open');
+    assert.ok(rejected.retryAfterMs > 0 && rejected.retryAfterMs <= 1_000, `retry after ${rejected.retryAfterMs} ms`);
+    // The header moves nothing without the binding, and never reaches the upstream.
+    const forged = await call(mf, Number.MAX_SAFE_INTEGER);
+    assert.equal(forged.by, 'open');
+    assert.equal(upstream.hits, 5);
+    assert.equal(upstream.lastHeaders['x-tripgate-test-now'], undefined);
+    // Real time passes between requests (each one is I/O), so the cooldown ends.
+    await new Promise((resolve) => setTimeout(resolve, 1_050));
+    upstream.status = 200;
+    const probe = await call(mf);
+    assert.equal(probe.status, 200);
+    assert.equal(probe.by, null);
+    assert.equal(upstream.hits, 6);
+    assert.equal((await call(mf)).status, 200);
+  } finally {
+    await mf.dispose();
+  }
+});
