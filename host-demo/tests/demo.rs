@@ -41,8 +41,9 @@ fn compressed_brownout_meets_the_acceptance_rules() {
     let dir = scratch("run");
     let svg = dir.join("brownout.svg");
     let svg_arg = svg.to_str().unwrap();
-    // Half the default timeline: 10 s of scenario per run, rates doubled so the pool
-    // math (arrivals x timeout against 32 workers) is the same as the full demo's.
+    // Half the default timeline: 10 s of scenario per run. The upstream route's rate
+    // doubles, so arrivals x timeout against the 32 workers is the full demo's; the
+    // unrelated route (50/s, 50 ms of work each) is the yardstick and stays as it is.
     let output = demo(&["--scale", "0.5", "--json", "--quiet", "--out", svg_arg]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "the demo failed:\n{stderr}");

@@ -1,7 +1,9 @@
 //! The open-loop load generator: arrivals at fixed rates (Poisson, from a seed, so both
 //! runs send the same requests at the same offsets), each on a thread of its own, sent
-//! whether or not earlier ones have been answered. Latency counts from the scheduled
-//! arrival, so a late send is the system's delay too (no coordinated omission).
+//! whether or not earlier ones have been answered, so a stalled service never slows the
+//! arrivals (no coordinated omission). Latency counts from the moment the request's thread
+//! starts sending; how late that was against the schedule (the generator's own lag on a
+//! busy machine) is kept apart.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -60,8 +62,10 @@ pub struct Sample {
     pub phase: usize,
     /// Scheduled arrival, seconds since the start.
     pub at: f64,
-    /// Seconds from the scheduled arrival to the end.
+    /// Seconds from the start of the send to the end.
     pub latency: f64,
+    /// Seconds from the scheduled arrival to the start of the send.
+    pub lag: f64,
     pub ending: Ending,
 }
 
@@ -170,12 +174,14 @@ fn dispatch(
         let spawned = std::thread::Builder::new()
             .stack_size(128 * 1024)
             .spawn(move || {
+                let sent = Instant::now();
                 let ending = send(target, route, client_timeout);
                 let sample = Sample {
                     route,
                     phase,
                     at,
-                    latency: scheduled.elapsed().as_secs_f64(),
+                    latency: sent.elapsed().as_secs_f64(),
+                    lag: sent.saturating_duration_since(scheduled).as_secs_f64(),
                     ending,
                 };
                 samples_for_thread
@@ -194,6 +200,7 @@ fn dispatch(
                     phase,
                     at,
                     latency: 0.0,
+                    lag: 0.0,
                     ending: Ending::Error,
                 });
         }

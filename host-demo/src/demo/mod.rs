@@ -144,8 +144,8 @@ fn run(o: &Options) -> Result<()> {
          route {:.0}/s, {} workers, timeout {}, K = {}, M = {}{}",
         report::secs(scenario.total()),
         modes.len(),
-        o.rate(o.upstream_rate),
-        o.rate(o.local_rate),
+        o.upstream_rate(),
+        o.local_rate,
         o.pool,
         report::secs(setup.timeout),
         o.probes,
@@ -172,8 +172,8 @@ fn run(o: &Options) -> Result<()> {
     let title = format!(
         "tripgate brownout: {} workers, upstream route {:.0}/s, unrelated {:.0}/s, timeout {}, K = {}, M = {}",
         o.pool,
-        o.rate(o.upstream_rate),
-        o.rate(o.local_rate),
+        o.upstream_rate(),
+        o.local_rate,
         report::secs(setup.timeout),
         o.probes,
         o.successes
@@ -251,11 +251,11 @@ fn run_one(o: &Options, setup: &Setup, mode: Mode, runtime: Option<&Runtime>) ->
     let schedules = vec![
         (
             Route::Upstream,
-            loadgen::arrivals(o.rate(o.upstream_rate), total, o.seed),
+            loadgen::arrivals(o.upstream_rate(), total, o.seed),
         ),
         (
             Route::Local,
-            loadgen::arrivals(o.rate(o.local_rate), total, o.seed.wrapping_add(1)),
+            loadgen::arrivals(o.local_rate, total, o.seed.wrapping_add(1)),
         ),
     ];
     let load = LoadGen::start(&timeline, caller.addr, schedules, setup.client_timeout)?;
@@ -276,10 +276,13 @@ fn run_one(o: &Options, setup: &Setup, mode: Mode, runtime: Option<&Runtime>) ->
         std::thread::Builder::new()
             .name("sampler".into())
             .spawn(move || {
+                let mut due = Instant::now();
                 while !stop.load(Ordering::SeqCst) {
                     let now = Instant::now();
                     let tick = Tick {
                         at: timeline.secs(now),
+                        // How late this thread woke: the machine's scheduling delay.
+                        late: now.saturating_duration_since(due).as_secs_f64(),
                         busy: caller.busy(),
                         waiting: caller.waiting(),
                         upstream: upstream.in_flight(),
@@ -287,6 +290,7 @@ fn run_one(o: &Options, setup: &Setup, mode: Mode, runtime: Option<&Runtime>) ->
                         state: caller.breaker().and_then(|b| b.state().ok()),
                     };
                     ticks.lock().unwrap_or_else(|p| p.into_inner()).push(tick);
+                    due = Instant::now() + every;
                     std::thread::sleep(every);
                 }
             })?

@@ -15,12 +15,15 @@ pub enum Modes {
 /// otherwise; [`Options::scaled`] applies the scale.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Every duration of the scenario is multiplied by this, and every arrival rate divided
-    /// by it, so a compressed run shows the same picture faster. Local work is not scaled.
+    /// Every duration of the script (phases, timeouts, cooldown, the upstream's latencies)
+    /// is multiplied by this and the upstream route's arrival rate divided by it, so a
+    /// compressed run keeps the same pool arithmetic (arrivals x timeout) and shows the
+    /// same picture faster. The unrelated route, its rate and its work, is the yardstick
+    /// and is not scaled.
     pub scale: f64,
     /// Arrivals per second on the route that calls the upstream (at scale 1).
     pub upstream_rate: f64,
-    /// Arrivals per second on the unrelated, local-work route (at scale 1).
+    /// Arrivals per second on the unrelated, local-work route (not scaled).
     pub local_rate: f64,
     /// Worker threads of the caller service.
     pub pool: u32,
@@ -70,7 +73,7 @@ impl Default for Options {
             threshold: 5,
             cooldown: Duration::from_millis(1000),
             slow_call: Duration::from_millis(200),
-            local_work: Duration::from_millis(20),
+            local_work: Duration::from_millis(50),
             client_timeout: Duration::from_millis(2000),
             seed: 7,
             modes: Modes::Both,
@@ -90,9 +93,10 @@ with tripgate (the WASI component in wasmtime), with the same seeded arrivals.
 USAGE: cargo run --release -p host-demo -- [OPTIONS]
 
 OPTIONS (durations in milliseconds, at scale 1):
-  --scale X            multiply every duration by X and divide every rate by X [1]
+  --scale X            multiply the script's durations by X and divide the upstream
+                       route's rate by X; the unrelated route is not scaled [1]
   --upstream-rate N    arrivals/s on the route that calls the upstream [50]
-  --local-rate N       arrivals/s on the unrelated local-work route [50]
+  --local-rate N       arrivals/s on the unrelated local-work route, not scaled [50]
   --pool N             caller worker threads [32]
   --queue N            connections that may wait for a worker [2 x pool]
   --timeout MS         per-call timeout on the upstream [1000]
@@ -101,7 +105,7 @@ OPTIONS (durations in milliseconds, at scale 1):
   --threshold N        faults or hung calls that trip [5]
   --cooldown MS        open time before probing [1000]
   --slow-call MS       slow-call duration, turns on hang detection [200]
-  --local-work MS      work per unrelated request, not scaled [20]
+  --local-work MS      work per unrelated request, not scaled [50]
   --client-timeout MS  the load generator gives up after [2000]
   --seed N             arrival seed [7]
   --only MODE          timeout-only | tripgate (default: both)
@@ -209,9 +213,9 @@ impl Options {
         d.mul_f64(self.scale)
     }
 
-    /// An arrival rate at this run's scale (per second of wall time).
-    pub fn rate(&self, per_second: f64) -> f64 {
-        per_second / self.scale
+    /// The upstream route's arrival rate at this run's scale (per second of wall time).
+    pub fn upstream_rate(&self) -> f64 {
+        self.upstream_rate / self.scale
     }
 }
 

@@ -128,6 +128,11 @@ pub fn tables(
         );
         row(
             &mut out,
+            "machine: scheduling delay p99",
+            &cols(&|_, p| format!("{} ms", ms(p.sched_delay_p99))),
+        );
+        row(
+            &mut out,
             &format!("worker pool peak (of {pool})"),
             &cols(&|r, p| {
                 if p.counters.peak_busy >= r.pool {
@@ -262,6 +267,7 @@ fn route_json(s: &RouteStats) -> Value {
         "p50_ms": s.p50,
         "p99_ms": s.p99,
         "max_ms": s.max,
+        "generator_lag_p99_ms": s.lag_p99,
     })
 }
 
@@ -303,6 +309,7 @@ pub fn json(
                         "pool_peak": c.peak_busy,
                         "pool_saturated": c.peak_busy >= run.pool,
                         "saturated_share": p.saturated_share,
+                        "sched_delay_p99_ms": p.sched_delay_p99,
                         "waiting_peak": c.peak_waiting,
                         "shed": c.shed,
                         "calls_sent": c.sent,
@@ -351,8 +358,8 @@ pub fn json(
     json!({
         "options": {
             "scale": o.scale,
-            "upstream_rate_per_s": o.rate(o.upstream_rate),
-            "local_rate_per_s": o.rate(o.local_rate),
+            "upstream_rate_per_s": o.upstream_rate(),
+            "local_rate_per_s": o.local_rate,
             "pool": o.pool,
             "queue": o.queue,
             "timeout_ms": setup.timeout.as_secs_f64() * 1000.0,

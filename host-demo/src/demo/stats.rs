@@ -27,6 +27,8 @@ impl Mode {
 pub struct Tick {
     /// Seconds since the start.
     pub at: f64,
+    /// Seconds the sampler woke later than it asked to (scheduling delay).
+    pub late: f64,
     pub busy: u32,
     pub waiting: u32,
     pub upstream: u32,
@@ -80,15 +82,19 @@ pub struct RouteStats {
     pub p50: f64,
     pub p99: f64,
     pub max: f64,
+    /// The load generator's own lag behind its schedule, p99 (milliseconds).
+    pub lag_p99: f64,
 }
 
 impl RouteStats {
     fn of<'a>(samples: impl Iterator<Item = &'a Sample>) -> Self {
         let mut s = Self::default();
         let mut latencies = Vec::new();
+        let mut lags = Vec::new();
         for sample in samples {
             s.count += 1;
             latencies.push(sample.latency * 1000.0);
+            lags.push(sample.lag * 1000.0);
             match sample.ending {
                 Ending::Ok => s.ok += 1,
                 Ending::NotFound => s.not_found += 1,
@@ -102,6 +108,8 @@ impl RouteStats {
         s.p50 = percentile(&latencies, 0.50);
         s.p99 = percentile(&latencies, 0.99);
         s.max = latencies.last().copied().unwrap_or(0.0);
+        lags.sort_by(f64::total_cmp);
+        s.lag_p99 = percentile(&lags, 0.99);
         s
     }
 
@@ -141,6 +149,8 @@ pub struct PhaseStats {
     pub trips: usize,
     /// Transitions to open caused by this phase's upstream answers (or its hung calls).
     pub trips_caused: usize,
+    /// The sampler's wake-up delay, p99 in milliseconds: how busy the machine was.
+    pub sched_delay_p99: f64,
     /// Share of ticks in closed, open and half-open (zero without a breaker).
     pub closed_share: f64,
     pub open_share: f64,
@@ -184,6 +194,11 @@ pub fn phase_stats(run: &Run) -> Vec<PhaseStats> {
                 ),
                 counters: run.counters[i].clone(),
                 saturated_share: share(&|t| t.busy >= run.pool),
+                sched_delay_p99: {
+                    let mut late: Vec<f64> = ticks.iter().map(|t| t.late * 1000.0).collect();
+                    late.sort_by(f64::total_cmp);
+                    percentile(&late, 0.99)
+                },
                 trips: transitions.iter().filter(opened).count(),
                 trips_caused: run
                     .transitions
