@@ -9,14 +9,16 @@
 // the upstream's answer through unchanged (status, headers, body).
 //
 // State survives recycling: after every recorded outcome the object saves
-// `breaker.exportState()` (about 100 bytes, times relative to the export) and the wall-clock
-// time of the save in its storage. A new isolate (after eviction, a deploy, a crash) restores
+// `breaker.exportState()` (269 bytes with the default window, times relative to the export)
+// and the wall-clock time of the save in its storage (PERSIST = "transitions" saves only
+// when the state changed; "off" never saves). A new isolate (after eviction, a deploy, a crash) restores
 // it with `CircuitBreaker.importState(bytes, options, now - savedAt)`: an open breaker comes
 // back open with the rest of its cooldown, a half-open one comes back open (its probe
 // belonged to the dead isolate). See README.md beside this file for clocks and costs.
 //
 // Bindings (wrangler.toml): UPSTREAM (the upstream's origin), BREAKER (the Durable Object
-// namespace), optional BREAKER_OPTIONS (JSON CircuitBreaker options) and TIMEOUT_MS.
+// namespace), optional BREAKER_OPTIONS (JSON CircuitBreaker options), TIMEOUT_MS and
+// PERSIST (`outcomes`, the default; `transitions`; `off`).
 // TRIPGATE_TEST_CLOCK is for tests only: see `clockOf` below.
 import { CircuitBreaker, CircuitOpenError, initSync } from 'tripgate/web';
 import wasm from 'tripgate/tripgate.wasm'; // workerd hands over a compiled WebAssembly.Module
@@ -73,25 +75,31 @@ export class UpstreamBreaker {
     this.clock = clockOf(env);
     this.options = { ...JSON.parse(env.BREAKER_OPTIONS ?? '{}'), clock: this.clock.mono };
     this.timeoutMs = Number(env.TIMEOUT_MS ?? 10_000);
-    this.persist = env.PERSIST !== 'off'; // 'off' only to measure what persistence costs
+    this.persist = env.PERSIST ?? 'outcomes';
+    if (!['outcomes', 'transitions', 'off'].includes(this.persist)) {
+      throw new Error(`PERSIST must be outcomes, transitions or off (got ${this.persist})`);
+    }
+    this.changed = false; // a transition since the last save
     this.breaker = null;
     this.ready = null;
   }
 
   /** The breaker, restored from storage the first time (once per isolate). */
   async #load() {
-    const saved = this.persist ? await this.ctx.storage.get(STATE_KEY) : undefined;
+    const saved = this.persist !== 'off' ? await this.ctx.storage.get(STATE_KEY) : undefined;
     if (saved !== undefined) {
       const elapsedMs = Math.max(0, this.clock.wall() - saved.savedAt);
       try {
         this.breaker = CircuitBreaker.importState(saved.bytes, this.options, elapsedMs);
-        return;
       } catch (error) {
         // Bytes from an incompatible version (or damaged): start closed rather than fail.
         console.warn(`tripgate: saved state ignored: ${error.message}`);
       }
     }
-    this.breaker = new CircuitBreaker(this.options);
+    this.breaker ??= new CircuitBreaker(this.options);
+    this.breaker.on('transition', () => {
+      this.changed = true;
+    });
   }
 
   async fetch(request) {
@@ -121,11 +129,15 @@ export class UpstreamBreaker {
   }
 
   /**
-   * Saves the state after an outcome was recorded. Rejections change nothing worth saving
-   * (the state is a function of the time), so the fail-fast path does no I/O.
+   * Saves the state after an outcome was recorded: always (`outcomes`: a new isolate gets
+   * the window's exact counts), or only if it changed state (`transitions`: a recycled
+   * breaker is still open, half-open or closed as it was, but a closed one forgets the
+   * window's calls since its last transition). Rejections change nothing worth saving (an
+   * open breaker's state is a function of the time), so the fail-fast path does no I/O.
    */
   async #save() {
-    if (!this.persist) return;
+    if (this.persist === 'off' || (this.persist === 'transitions' && !this.changed)) return;
+    this.changed = false;
     await this.ctx.storage.put(STATE_KEY, { bytes: this.breaker.exportState(), savedAt: this.clock.wall() });
   }
 }

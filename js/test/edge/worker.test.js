@@ -171,33 +171,59 @@ test('after the cooldown exactly one probe reaches the upstream, then M successe
   }
 });
 
-test('recycling: a new workerd on the same storage restores the open breaker with its remaining cooldown, then probes once', async () => {
-  const persistDir = tempDir();
-  const start = 1_700_000_000_000; // the test clock stands in for Date.now() as well
-  let mf = await worker(TEST_BINDINGS, persistDir);
-  let trippedAt;
-  try {
-    trippedAt = await trip(mf, start);
-    assert.equal((await call(mf, trippedAt + 1_000)).retryAfterMs, 14_000);
-  } finally {
-    await mf.dispose();
-  }
+for (const persist of ['outcomes', 'transitions']) {
+  test(`recycling (PERSIST=${persist}): a new workerd on the same storage restores the open breaker with its remaining cooldown, then probes once`, async () => {
+    const bindings = { ...TEST_BINDINGS, PERSIST: persist };
+    const persistDir = tempDir();
+    const start = 1_700_000_000_000; // the test clock stands in for Date.now() as well
+    let mf = await worker(bindings, persistDir);
+    let trippedAt;
+    try {
+      trippedAt = await trip(mf, start);
+      assert.equal((await call(mf, trippedAt + 1_000)).retryAfterMs, 14_000);
+    } finally {
+      await mf.dispose();
+    }
 
-  mf = await startWorker({ upstream: upstream.url, persistDir, bindings: TEST_BINDINGS });
-  try {
-    const r = await call(mf, trippedAt + 5_000);
-    assert.equal(r.status, 503);
-    assert.equal(r.by, 'open', 'still open in the new isolate');
-    assert.equal(r.retryAfterMs, 10_000, 'with the rest of its cooldown');
-    assert.equal(r.retryAfter, '10');
-    assert.equal(upstream.hits, 5);
-    const m = await metrics(mf, trippedAt + 5_000);
-    assert.equal(m.state, 'open');
-    assert.equal(m.cooldownRemainingMs, 10_000);
+    mf = await startWorker({ upstream: upstream.url, persistDir, bindings });
+    try {
+      const r = await call(mf, trippedAt + 5_000);
+      assert.equal(r.status, 503);
+      assert.equal(r.by, 'open', 'still open in the new isolate');
+      assert.equal(r.retryAfterMs, 10_000, 'with the rest of its cooldown');
+      assert.equal(r.retryAfter, '10');
+      assert.equal(upstream.hits, 5);
+      const m = await metrics(mf, trippedAt + 5_000);
+      assert.equal(m.state, 'open');
+      assert.equal(m.cooldownRemainingMs, 10_000);
 
-    await probeOnce(mf, trippedAt + 15_000);
-  } finally {
-    await mf.dispose();
+      await probeOnce(mf, trippedAt + 15_000);
+    } finally {
+      await mf.dispose();
+    }
+  });
+}
+
+test('recycling keeps the window\'s counts with PERSIST=outcomes, and forgets them with PERSIST=transitions', async () => {
+  for (const [persist, tripsAfterRecycling] of [['outcomes', true], ['transitions', false]]) {
+    const persistDir = tempDir();
+    const bindings = { ...TEST_BINDINGS, PERSIST: persist };
+    let mf = await worker(bindings, persistDir);
+    upstream.status = 503;
+    try {
+      for (let i = 0; i < OPTIONS.failureThreshold - 1; i++) assert.equal((await call(mf, 1_000 + i)).by, null);
+    } finally {
+      await mf.dispose();
+    }
+    mf = await startWorker({ upstream: upstream.url, persistDir, bindings });
+    try {
+      assert.equal((await call(mf, 2_000)).by, null, 'the fifth 503 reaches the upstream');
+      const m = await metrics(mf, 2_001);
+      assert.equal(m.state, tripsAfterRecycling ? 'open' : 'closed', `PERSIST=${persist}`);
+      assert.equal(m.faults, tripsAfterRecycling ? 5 : 1, `PERSIST=${persist}: faults in the window`);
+    } finally {
+      await mf.dispose();
+    }
   }
 });
 
