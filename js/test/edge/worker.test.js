@@ -171,6 +171,41 @@ test('after the cooldown exactly one probe reaches the upstream, then M successe
   }
 });
 
+test('an upstream that times out (504) or refuses connections (502) is recorded as a fault', async () => {
+  const options = { ...OPTIONS, failureThreshold: 2, minCalls: 2 };
+  let mf = await worker({ ...TEST_BINDINGS, BREAKER_OPTIONS: JSON.stringify(options), TIMEOUT_MS: '100' });
+  try {
+    upstream.hold = true;
+    const timedOut = await call(mf, 1_000);
+    assert.equal(timedOut.status, 504);
+    assert.equal(timedOut.by, 'error');
+    upstream.release();
+    const m = await metrics(mf, 1_200);
+    assert.equal(m.faults, 1);
+    assert.equal(m.faultsTotal, 1);
+  } finally {
+    await mf.dispose();
+  }
+  // A port nobody listens on: bind one, note it, close it.
+  const { createServer } = await import('node:net');
+  const closed = createServer();
+  await new Promise((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const port = closed.address().port;
+  await new Promise((resolve) => closed.close(resolve));
+  mf = await startWorker({ upstream: `http://127.0.0.1:${port}`, bindings: { ...TEST_BINDINGS, BREAKER_OPTIONS: JSON.stringify(options) } });
+  try {
+    for (let i = 0; i < 2; i++) {
+      const r = await call(mf, 1_000 + i);
+      assert.equal(r.status, 502);
+      assert.equal(r.by, 'error');
+    }
+    const r = await call(mf, 1_002);
+    assert.equal(r.by, 'open', 'two refused connections tripped it');
+  } finally {
+    await mf.dispose();
+  }
+});
+
 for (const persist of ['outcomes', 'transitions']) {
   test(`recycling (PERSIST=${persist}): a new workerd on the same storage restores the open breaker with its remaining cooldown, then probes once`, async () => {
     const bindings = { ...TEST_BINDINGS, PERSIST: persist };
