@@ -15,7 +15,7 @@ cd "$JS"
 status=0
 for node in node "$NODE24"; do
   echo "== $(node_modules/.bin/workerd --version) via miniflare $(node -p 'require("./node_modules/miniflare/package.json").version') on node $("$node" --version): test/edge/worker.test.js"
-  "$node" --test --test-reporter=spec test/edge/worker.test.js || status=1
+  "$node" --test --test-timeout=120000 --test-reporter=spec test/edge/worker.test.js || status=1
 done
 
 # Deno keeps its caches in DENO_DIR (under .tools/, ignored by git); no update check, no
