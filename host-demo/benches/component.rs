@@ -66,6 +66,12 @@ fn bench(c: &mut Criterion) {
     group.bench_function("component, state only, 1 thread", |b| {
         b.iter(|| black_box(breaker.state().unwrap()))
     });
+    // The fail-fast path: an open breaker turning a caller away (one call).
+    let open = runtime.breaker(&config).unwrap();
+    open.isolate().unwrap();
+    group.bench_function("component, rejected while isolated, 1 thread", |b| {
+        b.iter(|| black_box(open.acquire().unwrap().decision.is_err()))
+    });
     let one = [breaker.clone()];
     group.bench_function("component, permit resource, 8 threads, 1 breaker", |b| {
         b.iter_custom(|iters| threaded(&one, iters, pair))
@@ -98,6 +104,24 @@ fn bench(c: &mut Criterion) {
         group.bench_function("bare bindings, state only", |b| {
             b.iter(|| black_box(api.call_state(&mut store, me, 1).unwrap()))
         });
+        {
+            let mut tuned = wasmtime::Config::new();
+            tuned.wasm_backtrace(false).native_unwind_info(false);
+            let engine = wasmtime::Engine::new(&tuned).unwrap();
+            let component =
+                Component::from_file(&engine, host_demo::default_component_path()).unwrap();
+            let mut store = wasmtime::Store::new(&engine, ());
+            let tripgate =
+                Tripgate::instantiate(&mut store, &component, &Linker::new(&engine)).unwrap();
+            let api = tripgate.tripgate_breaker_circuit_breaker().breaker();
+            let me = api
+                .call_create(&mut store, &wit_config, 0)
+                .unwrap()
+                .unwrap();
+            group.bench_function("bare bindings, state only, no backtraces", |b| {
+                b.iter(|| black_box(api.call_state(&mut store, me, 1).unwrap()))
+            });
+        }
         group.bench_function(
             "bare bindings, release (returns a list: post-return)",
             |b| b.iter(|| black_box(api.call_release(&mut store, me, 1).unwrap())),
