@@ -21,7 +21,7 @@ done
 # Deno keeps its caches in DENO_DIR (under .tools/, ignored by git); no update check, no
 # lock file, no type check (tsc checks index.d.ts in test.sh), only the files it reads.
 export DENO_DIR="$JS/.tools/deno-dir" DENO_NO_UPDATE_CHECK=1 NO_COLOR=1
-echo "== $(node_modules/.bin/deno --version | head -1): test/edge/deno-vectors.test.js"
+echo "== $(node_modules/.bin/deno --version | head -1): test/vectors.test.js (the file node --test runs)"
 node_modules/.bin/deno test --no-check --no-lock --node-modules-dir=manual --allow-read \
-  test/edge/deno-vectors.test.js || status=1
+  test/vectors.test.js || status=1
 exit $status
