@@ -106,7 +106,9 @@ fn bench(c: &mut Criterion) {
         });
         {
             let mut tuned = wasmtime::Config::new();
-            tuned.wasm_backtrace(false).native_unwind_info(false);
+            tuned
+                .wasm_backtrace_max_frames(None)
+                .native_unwind_info(false);
             let engine = wasmtime::Engine::new(&tuned).unwrap();
             let component =
                 Component::from_file(&engine, host_demo::default_component_path()).unwrap();
