@@ -34,7 +34,7 @@ pub fn load(explicit: Option<&Path>) -> Result<(Runtime, PathBuf)> {
     };
     let runtime = Runtime::from_file(&path)
         .with_context(|| format!("loading the tripgate component from {}", path.display()))?;
-    Ok((runtime, path))
+    Ok((runtime, path.canonicalize().unwrap_or(path)))
 }
 
 fn build(path: &Path) -> Result<()> {

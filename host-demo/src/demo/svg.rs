@@ -219,11 +219,13 @@ fn panel(s: &mut String, run: &Run, y0: f64, top: f64, client_timeout_ms: f64) {
     for sample in run.samples.iter().filter(|s| s.route == Route::Local) {
         let (cx, cy) = (x(sample.at), ly(sample.latency * 1000.0));
         if sample.ending.failed() {
+            // A failure (shed at once or timed out) is drawn at the top, however fast it
+            // failed: the client got nothing.
             let _ = writeln!(
                 s,
                 r##"<path d="M{:.1},{:.1}l4,4m0,-4l-4,4" stroke="#dc2626" stroke-width="1"/>"##,
                 cx - 2.0,
-                cy - 2.0
+                dots_y + 1.0
             );
         } else {
             let _ = writeln!(
@@ -234,7 +236,7 @@ fn panel(s: &mut String, run: &Run, y0: f64, top: f64, client_timeout_ms: f64) {
     }
     let _ = writeln!(
         s,
-        r##"<text x="{LEFT}" y="{:.1}" fill="#52525b">unrelated route latency (log; red x = failed)</text>"##,
+        r##"<text x="{LEFT}" y="{:.1}" fill="#52525b">unrelated route latency (log scale; red x at the top = failed: shed or timed out)</text>"##,
         bottom + 14.0
     );
     // Time axis.
