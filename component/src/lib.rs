@@ -357,7 +357,7 @@ fn core_config(c: wit::Config) -> Result<core_api::Config, wit::ConfigError> {
             Some(codes) => codes.into_iter().try_fold(StatusSet::EMPTY, |set, code| {
                 HttpStatus::new(code).map(|_| set.with(code)).map_err(|_| {
                     let rule = Rule::Between(HttpStatus::MIN.into(), HttpStatus::MAX.into());
-                    list_error(wit::ConfigField::FaultStatuses, "fault-statuses", rule)
+                    config_error_of(wit::ConfigField::FaultStatuses, "fault-statuses", rule)
                 })
             })?,
         },
@@ -366,20 +366,11 @@ fn core_config(c: wit::Config) -> Result<core_api::Config, wit::ConfigError> {
             Some(codes) => codes.into_iter().try_fold(GrpcSet::EMPTY, |set, code| {
                 GrpcCode::new(code).map(|_| set.with(code)).map_err(|_| {
                     let rule = Rule::Between(0, GrpcCode::MAX.into());
-                    list_error(wit::ConfigField::FaultGrpcCodes, "fault-grpc-codes", rule)
+                    config_error_of(wit::ConfigField::FaultGrpcCodes, "fault-grpc-codes", rule)
                 })
             })?,
         },
     })
-}
-
-/// An error for a code list (the core's sets drop invalid codes; the component refuses
-/// them, in the core's words).
-fn list_error(field: wit::ConfigField, name: &str, rule: Rule) -> wit::ConfigError {
-    wit::ConfigError {
-        field,
-        message: message(name, rule),
-    }
 }
 
 fn core_outcome(outcome: wit::Outcome) -> Result<Outcome, wit::RecordError> {
@@ -424,18 +415,22 @@ fn config_error(error: core_api::ConfigError) -> wit::ConfigError {
         F::HalfOpenSuccessRate => W::HalfOpenSuccessRate,
         F::ProbeTimeout => W::ProbeTimeout,
     };
-    wit::ConfigError {
-        field,
-        message: message(error.field.name(), error.rule),
-    }
+    config_error_of(field, error.field.name(), error.rule)
 }
 
-/// `field rule`, in the core's words (`failure-threshold must be >= 1`).
-fn message(field: &str, rule: Rule) -> String {
-    let mut out = String::from(field);
-    out.push(' ');
-    out.push_str(&rule.to_string());
-    out
+/// A config error in the core's words (also for the code lists, whose invalid codes the
+/// core's sets would drop and the component refuses): the rule (`must be >= 1`) and the message
+/// (`failure-threshold must be >= 1`).
+fn config_error_of(field: wit::ConfigField, name: &str, rule: Rule) -> wit::ConfigError {
+    let rule = rule.to_string();
+    let mut message = String::from(name);
+    message.push(' ');
+    message.push_str(&rule);
+    wit::ConfigError {
+        field,
+        rule,
+        message,
+    }
 }
 
 fn state(state: core_api::State) -> wit::State {

@@ -67,7 +67,9 @@ impl Default for wit::Config {
 pub struct ConfigError {
     /// The offending field.
     pub field: wit::ConfigField,
-    /// The field and its rule in words.
+    /// The rule it breaks, in words (`must be >= 1`).
+    pub rule: String,
+    /// The field and its rule in words (`failure-threshold must be >= 1`).
     pub message: String,
 }
 
@@ -107,6 +109,7 @@ impl From<wit::ConfigError> for ConfigError {
     fn from(e: wit::ConfigError) -> Self {
         Self {
             field: e.field,
+            rule: e.rule,
             message: e.message,
         }
     }

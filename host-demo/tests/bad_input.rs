@@ -154,6 +154,7 @@ fn every_invalid_config_is_a_typed_error_in_the_cores_words() {
         let error = config_error(&instance, config);
         assert_eq!(error.field_name(), native.field.name(), "{config:?}");
         assert_eq!(error.to_string(), native.to_string(), "{config:?}");
+        assert_eq!(error.rule, native.rule.to_string(), "{config:?}");
     }
     // anyhow chains keep the words, with the registry's context on top.
     let registry = host_demo::Registry::new(runtime.clone(), Config::default());
