@@ -433,22 +433,23 @@ impl Breaker {
         self.shared.now()
     }
 
-    /// Runs `f` on the locked guest with this breaker's resource.
+    /// Runs `f` on the locked guest with this breaker's resource and the clock's `now`.
     fn with<T>(
         &self,
         f: impl FnOnce(
             &wit::GuestBreaker<'_>,
             &mut Store<HostState>,
             ResourceAny,
+            u64,
         ) -> wasmtime::Result<T>,
     ) -> Result<T> {
-        self.shared.with(f)
+        let now = self.now();
+        self.shared.with(|api, store, me| f(api, store, me, now))
     }
 
     /// Admits a call or turns it away, at the clock's `now`.
     pub fn acquire(&self) -> Result<Admission> {
-        let now = self.now();
-        let admission = self.with(|api, store, me| api.call_acquire(store, me, now))?;
+        let admission = self.with(|api, store, me, now| api.call_acquire(store, me, now))?;
         Ok(Admission {
             decision: admission.decision.map(|resource| Permit {
                 breaker: Arc::clone(&self.shared),
@@ -461,8 +462,7 @@ impl Breaker {
     /// [`Self::acquire`] with a plain-number permit: no resource to create and drop, but
     /// nothing stops a copy or a forgotten outcome (see [`RawPermit`]).
     pub fn acquire_raw(&self) -> Result<RawAdmission> {
-        let now = self.now();
-        let admission = self.with(|api, store, me| api.call_acquire_raw(store, me, now))?;
+        let admission = self.with(|api, store, me, now| api.call_acquire_raw(store, me, now))?;
         Ok(RawAdmission {
             decision: admission.decision,
             transitions: admission.transitions,
@@ -472,59 +472,51 @@ impl Breaker {
     /// Records a raw permit's outcome. An invalid outcome is a [`RecordError`] and the
     /// raw permit stays out.
     pub fn record_raw(&self, permit: RawPermit, outcome: Outcome) -> Result<Recorded> {
-        let now = self.now();
         let recorded =
-            self.with(|api, store, me| api.call_record_raw(store, me, permit, outcome, now))?;
+            self.with(|api, store, me, now| api.call_record_raw(store, me, permit, outcome, now))?;
         Ok(recorded.map_err(RecordError)?.into())
     }
 
     /// The effective state now.
     pub fn state(&self) -> Result<State> {
-        let now = self.now();
-        self.with(|api, store, me| api.call_state(store, me, now))
+        self.with(|api, store, me, now| api.call_state(store, me, now))
     }
 
     /// Counters and state now.
     pub fn metrics(&self) -> Result<Metrics> {
-        let now = self.now();
-        self.with(|api, store, me| api.call_metrics(store, me, now))
+        self.with(|api, store, me, now| api.call_metrics(store, me, now))
     }
 
     /// Forces the breaker open until [`Self::release`].
     pub fn isolate(&self) -> Result<Vec<Transition>> {
-        let now = self.now();
-        self.with(|api, store, me| api.call_isolate(store, me, now))
+        self.with(|api, store, me, now| api.call_isolate(store, me, now))
     }
 
     /// Closes an isolated or disabled breaker.
     pub fn release(&self) -> Result<Vec<Transition>> {
-        let now = self.now();
-        self.with(|api, store, me| api.call_release(store, me, now))
+        self.with(|api, store, me, now| api.call_release(store, me, now))
     }
 
     /// Admits everything and never trips, still measuring, until [`Self::release`].
     pub fn disable(&self) -> Result<Vec<Transition>> {
-        let now = self.now();
-        self.with(|api, store, me| api.call_disable(store, me, now))
+        self.with(|api, store, me, now| api.call_disable(store, me, now))
     }
 
     /// Back to closed with an empty window; every permit out becomes stale.
     pub fn reset(&self) -> Result<Vec<Transition>> {
-        let now = self.now();
-        self.with(|api, store, me| api.call_reset(store, me, now))
+        self.with(|api, store, me, now| api.call_reset(store, me, now))
     }
 
     /// The state as compact bytes, instants relative to now.
     pub fn export_state(&self) -> Result<Vec<u8>> {
-        let now = self.now();
-        Ok(self.with(|api, store, me| api.call_export_state(store, me, now))??)
+        Ok(self.with(|api, store, me, now| api.call_export_state(store, me, now))??)
     }
 
     /// Replaces the state with exported bytes; `elapsed` ns passed since the export. Bad
     /// bytes are a [`SnapshotError`] and change nothing.
     pub fn import_state(&self, bytes: &[u8], elapsed: u64) -> Result<()> {
-        let now = self.now();
-        Ok(self.with(|api, store, me| api.call_import_state(store, me, bytes, elapsed, now))??)
+        Ok(self
+            .with(|api, store, me, now| api.call_import_state(store, me, bytes, elapsed, now))??)
     }
 }
 
