@@ -53,7 +53,7 @@ mod registry;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use anyhow::{anyhow, Context, Result};
 use wasmtime::component::{Component, Linker, ResourceAny};
@@ -306,6 +306,7 @@ impl Instance {
             shared: Arc::new(BreakerShared {
                 instance: Arc::clone(&self.shared),
                 resource,
+                listener: RwLock::new(None),
             }),
         })
     }
@@ -316,14 +317,34 @@ impl Instance {
     }
 }
 
+/// A transition listener (see [`Breaker::on_transition`]).
+type Listener = Arc<dyn Fn(&Transition) + Send + Sync>;
+
 struct BreakerShared {
     instance: Arc<InstanceShared>,
     resource: ResourceAny,
+    listener: RwLock<Option<Listener>>,
 }
 
 impl BreakerShared {
     fn now(&self) -> u64 {
         self.instance.clock.now()
+    }
+
+    /// Tells the listener, if any, about `transitions` (after the guest's lock is released,
+    /// so the listener may call the breaker).
+    fn notify(&self, transitions: &[Transition]) {
+        if transitions.is_empty() {
+            return;
+        }
+        let listener = self
+            .listener
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        if let Some(listener) = listener {
+            transitions.iter().for_each(|t| listener(t));
+        }
     }
 
     /// Runs `f` on the locked guest with this breaker's resource.
@@ -450,6 +471,7 @@ impl Breaker {
     /// Admits a call or turns it away, at the clock's `now`.
     pub fn acquire(&self) -> Result<Admission> {
         let admission = self.with(|api, store, me, now| api.call_acquire(store, me, now))?;
+        self.shared.notify(&admission.transitions);
         Ok(Admission {
             decision: admission.decision.map(|resource| Permit {
                 breaker: Arc::clone(&self.shared),
@@ -463,6 +485,7 @@ impl Breaker {
     /// nothing stops a copy or a forgotten outcome (see [`RawPermit`]).
     pub fn acquire_raw(&self) -> Result<RawAdmission> {
         let admission = self.with(|api, store, me, now| api.call_acquire_raw(store, me, now))?;
+        self.shared.notify(&admission.transitions);
         Ok(RawAdmission {
             decision: admission.decision,
             transitions: admission.transitions,
@@ -474,7 +497,9 @@ impl Breaker {
     pub fn record_raw(&self, permit: RawPermit, outcome: Outcome) -> Result<Recorded> {
         let recorded =
             self.with(|api, store, me, now| api.call_record_raw(store, me, permit, outcome, now))?;
-        Ok(recorded.map_err(RecordError)?.into())
+        let recorded = recorded.map_err(RecordError)?;
+        self.shared.notify(&recorded.transitions);
+        Ok(recorded.into())
     }
 
     /// The effective state now.
@@ -489,22 +514,50 @@ impl Breaker {
 
     /// Forces the breaker open until [`Self::release`].
     pub fn isolate(&self) -> Result<Vec<Transition>> {
-        self.with(|api, store, me, now| api.call_isolate(store, me, now))
+        self.manual(|api, store, me, now| api.call_isolate(store, me, now))
     }
 
     /// Closes an isolated or disabled breaker.
     pub fn release(&self) -> Result<Vec<Transition>> {
-        self.with(|api, store, me, now| api.call_release(store, me, now))
+        self.manual(|api, store, me, now| api.call_release(store, me, now))
     }
 
     /// Admits everything and never trips, still measuring, until [`Self::release`].
     pub fn disable(&self) -> Result<Vec<Transition>> {
-        self.with(|api, store, me, now| api.call_disable(store, me, now))
+        self.manual(|api, store, me, now| api.call_disable(store, me, now))
     }
 
     /// Back to closed with an empty window; every permit out becomes stale.
     pub fn reset(&self) -> Result<Vec<Transition>> {
-        self.with(|api, store, me, now| api.call_reset(store, me, now))
+        self.manual(|api, store, me, now| api.call_reset(store, me, now))
+    }
+
+    /// A manual operation, its transitions told to the listener.
+    fn manual(
+        &self,
+        op: impl FnOnce(
+            &wit::GuestBreaker<'_>,
+            &mut Store<HostState>,
+            ResourceAny,
+            u64,
+        ) -> wasmtime::Result<Vec<Transition>>,
+    ) -> Result<Vec<Transition>> {
+        let transitions = self.with(op)?;
+        self.shared.notify(&transitions);
+        Ok(transitions)
+    }
+
+    /// Calls `listener` with every transition this breaker reports from now on, from
+    /// whichever call caused it (`acquire`, a record, a dropped permit, a manual
+    /// operation, `call`), after the call: no polling, and the listener may use the
+    /// breaker (a listener that owns a clone of the breaker keeps it alive). Replaces any
+    /// earlier listener. For logs, events and metrics exporters.
+    pub fn on_transition(&self, listener: impl Fn(&Transition) + Send + Sync + 'static) {
+        *self
+            .shared
+            .listener
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Arc::new(listener));
     }
 
     /// The state as compact bytes, instants relative to now.
@@ -590,7 +643,9 @@ fn deliver(breaker: &BreakerShared, resource: ResourceAny, outcome: Outcome) -> 
     let now = breaker.now();
     let recorded = breaker
         .with(|api, store, me| api.call_record_outcome(store, me, resource, outcome, now))?;
-    Ok(recorded.map_err(RecordError)?.into())
+    let recorded = recorded.map_err(RecordError)?;
+    breaker.notify(&recorded.transitions);
+    Ok(recorded.into())
 }
 
 impl Drop for Permit {
@@ -608,8 +663,15 @@ impl Drop for Permit {
                 Outcome::Cancelled,
                 now,
             );
-            if recorded.is_err() {
-                let _ = resource.resource_drop(store);
+            match recorded {
+                Ok(Ok(recorded)) => {
+                    drop(guest);
+                    self.breaker.notify(&recorded.transitions);
+                }
+                Ok(Err(_)) => {}
+                Err(_) => {
+                    let _ = resource.resource_drop(store);
+                }
             }
         }
     }

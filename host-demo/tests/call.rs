@@ -213,3 +213,44 @@ fn the_registry_keeps_one_breaker_per_name() {
     assert!(registry.remove("identity").is_some());
     assert_eq!(registry.names(), ["payments"]);
 }
+
+#[test]
+fn transitions_reach_the_listener_without_polling() {
+    use std::sync::{Arc, Mutex};
+    let (runtime, clock) = common::fake(0);
+    let breaker = runtime.breaker(&Config::default()).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let inner = breaker.clone();
+    breaker.on_transition(move |t| {
+        // The listener may use the breaker: the guest's lock is not held.
+        let state = host_demo::state_name(inner.state().unwrap());
+        sink.lock().unwrap().push(format!(
+            "{}->{} {} (now {state})",
+            host_demo::state_name(t.from),
+            host_demo::state_name(t.to),
+            host_demo::reason_name(t.reason)
+        ));
+    });
+    // `call` trips it; the cooldown passes on the next acquire; a dropped probe is
+    // cancelled (no transition); two good probes close it; then a manual reset.
+    for _ in 0..5 {
+        let _ = breaker.call(Duration::from_secs(1), refused);
+    }
+    clock.advance(15 * SECOND);
+    drop(breaker.acquire().unwrap());
+    for _ in 0..2 {
+        let probe = breaker.acquire().unwrap().decision.unwrap();
+        probe.record(Outcome::Success).unwrap();
+    }
+    breaker.reset().unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "closed->open failure-threshold (now open)",
+            "open->half-open cooldown-elapsed (now half-open)",
+            "half-open->closed probes-succeeded (now closed)",
+            "closed->closed reset (now closed)",
+        ]
+    );
+}
