@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::Result;
-use host_demo::{
-    Breaker, Class, Config, FakeClock, Metrics, Outcome, Permit, Transition, MILLISECOND,
-};
+use host_demo::{Breaker, Class, Config, FakeClock, Outcome, Permit, Transition};
 use serde_json::Value;
-use tripgate_vectors::{run_all, Decision, RecordReport, Step3, Subject, VectorOutcome};
+use tripgate_vectors::{
+    metric_map, run_all, Decision, RecordReport, Step3, Subject, VectorOutcome,
+};
 
 struct Wasm {
     clock: Arc<FakeClock>,
@@ -55,37 +55,6 @@ fn outcome(outcome: VectorOutcome) -> Outcome {
         VectorOutcome::Cancelled => Outcome::Cancelled,
         VectorOutcome::Ignored => Outcome::Ignored,
     }
-}
-
-/// The metrics under the vector key names (as `tests/tests/native.rs` maps the core's).
-fn metric_map(m: &Metrics) -> BTreeMap<String, Value> {
-    let mut map = BTreeMap::new();
-    let mut put = |k: &str, v: Value| {
-        map.insert(k.to_string(), v);
-    };
-    put("state", host_demo::state_name(m.state).into());
-    put("epoch", m.epoch.into());
-    put("calls", m.window.calls.into());
-    put("faults", m.window.faults.into());
-    put("slow", m.window.slow.into());
-    put("in-flight", m.in_flight.into());
-    put("hung", m.hung.into());
-    put("probes-out", m.probes_out.into());
-    put("admitted-total", m.admitted_total.into());
-    put("rejected-open", m.rejected_open.into());
-    put("rejected-probing", m.rejected_probing.into());
-    put("rejected-isolated", m.rejected_isolated.into());
-    put("rejected-saturated", m.rejected_saturated.into());
-    put("successes-total", m.successes_total.into());
-    put("faults-total", m.faults_total.into());
-    put("stale-total", m.stale_total.into());
-    put("transitions-total", m.transitions_total.into());
-    put("time-in-state-ms", (m.time_in_state / MILLISECOND).into());
-    put(
-        "cooldown-remaining-ms",
-        (m.cooldown_remaining / MILLISECOND).into(),
-    );
-    map
 }
 
 impl Wasm {
@@ -153,7 +122,9 @@ impl Subject for Wasm {
     }
 
     fn metrics(&mut self, now: u64) -> Result<BTreeMap<String, Value>> {
-        Ok(metric_map(&self.at(now).metrics()?))
+        Ok(metric_map(&host_demo::core_metrics(
+            &self.at(now).metrics()?,
+        )))
     }
 
     fn manual(&mut self, op: &str, now: u64) -> Result<Vec<Step3>> {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use serde_json::{Map, Value};
-use tripgate_core::{Config, GrpcSet, StatusSet, MILLISECOND};
+use tripgate_core::{Config, GrpcSet, Metrics, RejectReason, StatusSet, MILLISECOND};
 
 /// An outcome as a vector spells it; numbers are unvalidated so hosts can be fed bad ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +114,41 @@ pub trait Subject: Sized {
     fn export(&mut self, now: u64) -> Result<Vec<u8>>;
     /// Imports a state; `Err` with the host's message when refused.
     fn import(&mut self, bytes: &[u8], elapsed: u64, now: u64) -> Result<(), String>;
+}
+
+/// A core `Metrics` under the vector key names (`calls`, `rejected-open`,
+/// `time-in-state-ms`, …). Hosts convert their metrics to the core's and use this, so every
+/// host is checked against one mapping.
+pub fn metric_map(m: &Metrics) -> BTreeMap<String, Value> {
+    let mut map = BTreeMap::new();
+    let mut put = |k: &str, v: Value| {
+        map.insert(k.to_string(), v);
+    };
+    put("state", m.state.name().into());
+    put("epoch", m.epoch.into());
+    put("calls", m.window.calls.into());
+    put("faults", m.window.faults.into());
+    put("slow", m.window.slow.into());
+    put("in-flight", m.in_flight.into());
+    put("hung", m.hung.into());
+    put("probes-out", m.probes_out.into());
+    put("admitted-total", m.admitted_total.into());
+    for reason in RejectReason::ALL {
+        put(
+            &format!("rejected-{}", reason.name()),
+            m.rejected(reason).into(),
+        );
+    }
+    put("successes-total", m.successes_total.into());
+    put("faults-total", m.faults_total.into());
+    put("stale-total", m.stale_total.into());
+    put("transitions-total", m.transitions_total.into());
+    put("time-in-state-ms", (m.time_in_state / MILLISECOND).into());
+    put(
+        "cooldown-remaining-ms",
+        (m.cooldown_remaining / MILLISECOND).into(),
+    );
+    map
 }
 
 /// The vector files, sorted by name.

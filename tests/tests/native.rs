@@ -4,11 +4,10 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 use serde_json::Value;
-use tripgate_core::{
-    Breaker, Config, Metrics, Outcome, Permit, RejectReason, Transitions, MAX_EXPORT_LEN,
-    MILLISECOND,
+use tripgate_core::{Breaker, Config, Outcome, Permit, Transitions, MAX_EXPORT_LEN};
+use tripgate_vectors::{
+    metric_map, run_all, Decision, RecordReport, Step3, Subject, VectorOutcome,
 };
-use tripgate_vectors::{run_all, Decision, RecordReport, Step3, Subject, VectorOutcome};
 
 struct Native(Breaker);
 
@@ -37,39 +36,6 @@ fn outcome(outcome: VectorOutcome) -> Result<Outcome, String> {
         VectorOutcome::Ignored => Outcome::Ignored,
     };
     Ok(outcome)
-}
-
-/// The metrics under the vector key names; shared with the property tests' reporting.
-pub fn metric_map(m: &Metrics) -> BTreeMap<String, Value> {
-    let mut map = BTreeMap::new();
-    let mut put = |k: &str, v: Value| {
-        map.insert(k.to_string(), v);
-    };
-    put("state", m.state.name().into());
-    put("epoch", m.epoch.into());
-    put("calls", m.window.calls.into());
-    put("faults", m.window.faults.into());
-    put("slow", m.window.slow.into());
-    put("in-flight", m.in_flight.into());
-    put("hung", m.hung.into());
-    put("probes-out", m.probes_out.into());
-    put("admitted-total", m.admitted_total.into());
-    for reason in RejectReason::ALL {
-        put(
-            &format!("rejected-{}", reason.name()),
-            m.rejected(reason).into(),
-        );
-    }
-    put("successes-total", m.successes_total.into());
-    put("faults-total", m.faults_total.into());
-    put("stale-total", m.stale_total.into());
-    put("transitions-total", m.transitions_total.into());
-    put("time-in-state-ms", (m.time_in_state / MILLISECOND).into());
-    put(
-        "cooldown-remaining-ms",
-        (m.cooldown_remaining / MILLISECOND).into(),
-    );
-    map
 }
 
 impl Subject for Native {
