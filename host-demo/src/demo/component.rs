@@ -53,6 +53,14 @@ fn build(path: &Path) -> Result<()> {
         path.display(),
         command_text()
     );
+    // A toolchain installed before rust-toolchain.toml named the wasm targets does not get
+    // them on its own; adding one that is there already is a no-op. Best effort: without
+    // rustup, the build below says what is missing.
+    let _ = Command::new("rustup")
+        .args(["target", "add", "wasm32-wasip2"])
+        .current_dir(&workspace)
+        .stdout(Stdio::null())
+        .status();
     let status = Command::new(&cargo)
         .args(BUILD)
         .current_dir(&workspace)
