@@ -200,6 +200,10 @@ impl Breaker {
         let current = self.is_current(&permit, now);
         if !current {
             bump(&mut self.stats.stale);
+            if permit.slot != 0 {
+                self.probes
+                    .release_lingering(permit.slot.saturating_sub(1), permit.started);
+            }
         } else if permit.slot == 0 {
             transitions.extend(self.finish_call(permit.started, class, slow, now));
         } else {
@@ -238,14 +242,13 @@ impl Breaker {
             transitions,
             probe_timeouts,
         } = self.projected(now);
-        let moved = transitions > 0;
         Metrics {
             state: timer.state,
             epoch: timer.epoch,
             window: self.window.tally_at(now),
             in_flight: self.in_flight.count(),
             hung: self.in_flight.hung_at(now),
-            probes_out: if moved { 0 } else { self.probes.out() },
+            probes_out: self.probes.out(now, self.config.probe_timeout),
             admitted_total: self.stats.admitted,
             rejected_total: self.stats.rejected,
             successes_total: self.stats.successes,
@@ -339,7 +342,7 @@ impl Breaker {
 
     fn oldest_probe(&self, now: Nanos) -> Option<Nanos> {
         if self.timer.state == State::HalfOpen {
-            self.probes.oldest(now)
+            self.probes.oldest_current(now)
         } else {
             None
         }
@@ -390,9 +393,14 @@ impl Breaker {
         };
         bump(&mut self.stats.transitions);
         self.stats.last = Some(transition);
-        // Permits of the old epoch are stale from here on: they hold nothing.
+        // Permits of the old epoch are stale from here on: they hold nothing, except that a
+        // re-opened round's probes linger in their slots (see `probes`).
         self.in_flight.clear(at);
-        self.probes.clear();
+        match (from, to) {
+            (State::HalfOpen, State::Open) => self.probes.retire(),
+            (State::Open, State::HalfOpen) => {}
+            _ => self.probes.clear(),
+        }
         if to == State::Closed {
             self.window.clear(at);
         }
@@ -442,7 +450,8 @@ impl Breaker {
     }
 
     fn admit_probe(&mut self, now: Nanos) -> Result<Permit, Rejection> {
-        match self.probes.admit(self.config.half_open_max_probes, now) {
+        let (limit, timeout) = (self.config.half_open_max_probes, self.config.probe_timeout);
+        match self.probes.admit(limit, now, timeout) {
             Some(slot) => Ok(Permit {
                 epoch: self.timer.epoch,
                 started: now,

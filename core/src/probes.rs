@@ -4,84 +4,145 @@
 //! At most K ≤ 64 probes are out at once, so a bitmask and 64 start instants are enough,
 //! and a probe's permit names its slot. Knowing every probe's start is what lets a leaked
 //! probe time out instead of wedging the breaker.
+//!
+//! A re-open retires the round's probes, but the calls themselves may still be at the
+//! upstream. They *linger*: they keep their slots, so the next half-open round admits only
+//! as many new probes as keep the upstream at K, until each lingering probe's (stale)
+//! outcome arrives or its `probe-timeout` passes. They count toward nothing else.
 
 use crate::config::MAX_PROBES;
 use crate::time::{since, Nanos};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Probes {
-    /// Bit `i` set: slot `i` has a probe out.
+    /// Bit `i` set: slot `i` has a probe out (of this round, or lingering).
     busy: u64,
+    /// The subset of `busy` left over from an earlier round.
+    lingering: u64,
     started: [Nanos; MAX_PROBES as usize],
-    /// Probe successes this half-open epoch.
+    /// Probe successes this half-open round.
     pub(crate) successes: u32,
-    /// Probe outcomes judged (success or fault) this half-open epoch.
+    /// Probe outcomes judged (success or fault) this half-open round.
     pub(crate) judged: u32,
+}
+
+fn bit(slot: u8) -> u64 {
+    1u64.checked_shl(u32::from(slot)).unwrap_or(0)
 }
 
 impl Probes {
     pub(crate) fn new() -> Self {
         Self {
             busy: 0,
+            lingering: 0,
             started: [0; MAX_PROBES as usize],
             successes: 0,
             judged: 0,
         }
     }
 
+    /// Forgets every probe (the breaker closed, or an operator took over).
     pub(crate) fn clear(&mut self) {
         *self = Self::new();
     }
 
-    pub(crate) fn out(&self) -> u8 {
-        u8::try_from(self.busy.count_ones()).unwrap_or(MAX_PROBES)
+    /// Ends a half-open round: its probes linger, its counts start again.
+    pub(crate) fn retire(&mut self) {
+        self.lingering = self.busy;
+        self.successes = 0;
+        self.judged = 0;
+    }
+
+    /// Probes out, lingering ones included unless `probe_timeout` has passed for them.
+    pub(crate) fn out(&self, now: Nanos, probe_timeout: Nanos) -> u8 {
+        let expired = self.expired(now, probe_timeout);
+        u8::try_from((self.busy & !expired).count_ones()).unwrap_or(MAX_PROBES)
+    }
+
+    /// Lingering probes whose `probe_timeout` has passed.
+    fn expired(&self, now: Nanos, probe_timeout: Nanos) -> u64 {
+        slots(self.lingering)
+            .filter(|&slot| {
+                self.started
+                    .get(usize::from(slot))
+                    .is_some_and(|&start| since(now, start) >= probe_timeout)
+            })
+            .fold(0, |mask, slot| mask | bit(slot))
     }
 
     /// Takes a free slot if fewer than `limit` probes are out.
     #[inline]
-    pub(crate) fn admit(&mut self, limit: u8, now: Nanos) -> Option<u8> {
-        if self.out() >= limit {
+    pub(crate) fn admit(&mut self, limit: u8, now: Nanos, probe_timeout: Nanos) -> Option<u8> {
+        if self.lingering != 0 {
+            let expired = self.expired(now, probe_timeout);
+            self.busy &= !expired;
+            self.lingering &= !expired;
+        }
+        if u8::try_from(self.busy.count_ones()).unwrap_or(MAX_PROBES) >= limit {
             return None;
         }
         let slot = u8::try_from((!self.busy).trailing_zeros()).ok()?;
         let start = self.started.get_mut(usize::from(slot))?;
         *start = now;
-        self.busy |= 1u64.checked_shl(u32::from(slot))?;
+        self.busy |= bit(slot);
         Some(slot)
     }
 
-    /// Frees `slot` if `started` is its probe; false for a slot that is not out (a permit
+    /// Frees `slot` if `started` is its probe of this round; false otherwise (a permit
     /// recorded twice, or forged).
     pub(crate) fn release(&mut self, slot: u8, started: Nanos) -> bool {
-        let Some(mask) = 1u64.checked_shl(u32::from(slot)) else {
-            return false;
-        };
+        self.free(slot, started, self.busy & !self.lingering)
+    }
+
+    /// Frees `slot` if `started` is its lingering probe: a stale probe's outcome releases
+    /// the slot it held, and nothing else.
+    pub(crate) fn release_lingering(&mut self, slot: u8, started: Nanos) -> bool {
+        self.free(slot, started, self.lingering)
+    }
+
+    fn free(&mut self, slot: u8, started: Nanos, among: u64) -> bool {
+        let mask = bit(slot);
         let matches = self.started.get(usize::from(slot)) == Some(&started);
-        if self.busy & mask == 0 || !matches {
+        if among & mask == 0 || !matches {
             return false;
         }
         self.busy &= !mask;
+        self.lingering &= !mask;
         true
     }
 
-    /// Start instants of the probes that are out (one step per probe, not per slot).
-    fn starts(&self) -> impl Iterator<Item = Nanos> + '_ {
-        let mut busy = self.busy;
-        core::iter::from_fn(move || {
-            let slot = busy.trailing_zeros();
-            busy &= busy.wrapping_sub(1);
-            let index = usize::try_from(slot).ok()?;
-            self.started.get(index).copied()
-        })
+    /// Start instants of the probes in `mask` (one step per probe, not per slot).
+    fn starts(&self, mask: u64) -> impl Iterator<Item = Nanos> + '_ {
+        slots(mask).filter_map(|slot| self.started.get(usize::from(slot)).copied())
     }
 
-    /// Start of the probe that has been out longest, as seen from `now`.
+    /// Start of this round's probe that has been out longest, as seen from `now`: the one
+    /// whose timeout re-opens the breaker.
+    pub(crate) fn oldest_current(&self, now: Nanos) -> Option<Nanos> {
+        self.starts(self.busy & !self.lingering)
+            .max_by_key(|&start| since(now, start))
+    }
+
+    /// Start of the probe (of any round) that has been out longest.
     pub(crate) fn oldest(&self, now: Nanos) -> Option<Nanos> {
-        self.starts().max_by_key(|&start| since(now, start))
+        self.starts(self.busy)
+            .max_by_key(|&start| since(now, start))
     }
 
-    /// Start of the probe that has been out shortest, as seen from `now`.
+    /// Start of the probe (of any round) that has been out shortest.
     pub(crate) fn newest(&self, now: Nanos) -> Option<Nanos> {
-        self.starts().min_by_key(|&start| since(now, start))
+        self.starts(self.busy)
+            .min_by_key(|&start| since(now, start))
     }
+}
+
+/// The set bits of `mask`, lowest first.
+fn slots(mut mask: u64) -> impl Iterator<Item = u8> {
+    core::iter::from_fn(move || {
+        let slot = u8::try_from(mask.trailing_zeros())
+            .ok()
+            .filter(|&s| s < MAX_PROBES)?;
+        mask &= mask.wrapping_sub(1);
+        Some(slot)
+    })
 }

@@ -48,6 +48,8 @@ struct Model {
     window_origin: u64,
     in_flight: Vec<u64>,
     probes: Vec<(u64, u64)>,
+    /// Probes of an earlier half-open round, retired by a re-open but maybe still out.
+    lingering: Vec<(u64, u64)>,
     successes: u32,
     next_id: u64,
 }
@@ -87,6 +89,7 @@ impl Model {
             window_origin: now,
             in_flight: Vec::new(),
             probes: Vec::new(),
+            lingering: Vec::new(),
             successes: 0,
             next_id: 0,
         }
@@ -111,6 +114,11 @@ impl Model {
             self.cooldown = self.c.cooldown;
             self.outcomes.clear();
             self.window_origin = at;
+        }
+        match (self.state, to) {
+            (State::HalfOpen, State::Open) => self.lingering.append(&mut self.probes),
+            (State::Open, State::HalfOpen) => {}
+            _ => self.lingering.clear(),
         }
         self.state = to;
         self.epoch += 1;
@@ -182,16 +190,24 @@ impl Model {
                 Decision::Admitted { id, probe: false }
             }
             State::Open => reject(RejectReason::Open, self.open_for - (now - self.entered_at)),
-            State::HalfOpen if self.probes.len() < usize::from(self.c.half_open_max_probes) => {
-                self.probes.push((id, now));
-                Decision::Admitted { id, probe: true }
-            }
             State::HalfOpen => {
-                let oldest = self.probes.iter().map(|&(_, s)| s).min().unwrap();
-                reject(
-                    RejectReason::Probing,
-                    (self.c.probe_timeout - (now - oldest)).min(S),
-                )
+                let timeout = self.c.probe_timeout;
+                self.lingering.retain(|&(_, start)| now - start < timeout);
+                if self.probes.len() + self.lingering.len()
+                    < usize::from(self.c.half_open_max_probes)
+                {
+                    self.probes.push((id, now));
+                    Decision::Admitted { id, probe: true }
+                } else {
+                    let oldest = self
+                        .probes
+                        .iter()
+                        .chain(&self.lingering)
+                        .map(|&(_, s)| s)
+                        .min()
+                        .unwrap();
+                    reject(RejectReason::Probing, (timeout - (now - oldest)).min(S))
+                }
             }
             State::Isolated => reject(RejectReason::Isolated, 0),
         };
@@ -223,6 +239,10 @@ impl Model {
                     && self.in_flight.contains(&permit.id)
             };
         if !current {
+            // A stale outcome releases what its permit held: a lingering probe's slot.
+            if permit.probe {
+                self.lingering.retain(|&(id, _)| id != permit.id);
+            }
             return (true, moves);
         }
         if permit.probe {
@@ -281,6 +301,16 @@ impl Model {
             self.enter(to, reason, now, &mut moves);
         }
         moves
+    }
+
+    /// Probes out at `now`: this round's, and lingering ones not yet timed out.
+    fn probes_out(&self, now: u64) -> u8 {
+        let lingering = self
+            .lingering
+            .iter()
+            .filter(|&&(_, s)| now - s < self.c.probe_timeout)
+            .count();
+        (self.probes.len() + lingering) as u8
     }
 
     /// The effective state at `now` (time alone moves open → half-open, and a timed-out
@@ -487,18 +517,15 @@ fn run_history(config: Config, ops: &[Op]) -> Result<(), TestCaseError> {
                 prop_assert_eq!(recorded.stale, stale, "step {}", step);
                 prop_assert_eq!(moves(&recorded.transitions), want_moves, "step {}", step);
                 if stale {
-                    // A stale outcome changes no counts and no state.
+                    // A stale outcome changes no counts and no state; it only releases what
+                    // its permit held (a lingering probe's slot).
                     let after = b.metrics(now);
                     prop_assert_eq!(after.window, before.window);
                     prop_assert_eq!(
-                        (after.state, after.epoch, after.in_flight, after.probes_out),
-                        (
-                            before.state,
-                            before.epoch,
-                            before.in_flight,
-                            before.probes_out
-                        )
+                        (after.state, after.epoch, after.in_flight),
+                        (before.state, before.epoch, before.in_flight)
                     );
+                    prop_assert!(after.probes_out <= before.probes_out);
                 }
             }
             Op::Advance(by) => now += by,
@@ -513,7 +540,10 @@ fn run_history(config: Config, ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::Recycle => {
                 // Only when nothing is out: permits do not cross instances.
-                if model.in_flight.is_empty() && model.probes.is_empty() {
+                if model.in_flight.is_empty()
+                    && model.probes.is_empty()
+                    && model.lingering.is_empty()
+                {
                     let bytes = export(&b, now);
                     let mut fresh = Breaker::new(config, now).unwrap();
                     fresh.import(&bytes, 0, now).unwrap();
@@ -528,6 +558,14 @@ fn run_history(config: Config, ops: &[Op]) -> Result<(), TestCaseError> {
         let m = b.metrics(now);
         prop_assert_eq!(m.state, model.effective_state(now), "step {}", step);
         prop_assert!(m.probes_out <= config.half_open_max_probes);
+        if m.state == State::HalfOpen && model.state == State::HalfOpen {
+            prop_assert_eq!(
+                m.probes_out,
+                model.probes_out(model.now.max(now)),
+                "step {}",
+                step
+            );
+        }
         let (calls, faults) = model.window(model.now.max(now));
         if model.state == State::Closed || model.state == State::Disabled {
             prop_assert_eq!(

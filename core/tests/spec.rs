@@ -567,6 +567,50 @@ fn half_open_graduation_by_success_rate() {
 }
 
 #[test]
+fn half_open_retired_probes_keep_their_slots_until_outcome_or_timeout() {
+    // A re-open retires the round's probes, but their calls may still be at the upstream:
+    // the next round admits only enough new probes to keep the upstream at K.
+    let config = Config {
+        half_open_max_probes: 2,
+        cooldown: 5 * S,
+        ..Config::default()
+    };
+    let mut b = breaker(config);
+    tripped(&mut b, 0);
+    let (failing, slow) = (admit(&mut b, 5 * S), admit(&mut b, 5 * S));
+    b.record(failing, status(503), 5 * S);
+    let admitted = (0..10)
+        .filter(|_| b.acquire(10 * S).decision.is_ok())
+        .count();
+    assert_eq!(
+        admitted, 1,
+        "the slow probe of the last round still holds a slot"
+    );
+    let recorded = b.record(slow, Outcome::Success, 11 * S);
+    assert!(recorded.stale && recorded.transitions.is_empty());
+    assert_eq!(
+        b.metrics(11 * S).probes_out,
+        1,
+        "its stale outcome released the slot"
+    );
+    assert!(b.acquire(11 * S).decision.is_ok());
+
+    // Without an outcome, a retired probe holds its slot only until its probe-timeout.
+    let mut b = breaker(config);
+    tripped(&mut b, 0);
+    let (failing, _leaked) = (admit(&mut b, 5 * S), admit(&mut b, 5 * S));
+    b.record(failing, status(503), 5 * S);
+    assert_eq!(b.metrics(20 * S - 1).probes_out, 1);
+    assert_eq!(b.metrics(20 * S).probes_out, 0);
+    assert_eq!(
+        (0..10)
+            .filter(|_| b.acquire(20 * S).decision.is_ok())
+            .count(),
+        2
+    );
+}
+
+#[test]
 fn half_open_leaked_probe_times_out_as_a_fault() {
     let mut b = breaker(Config::default());
     tripped(&mut b, 0);
