@@ -46,6 +46,9 @@ impl Permit {
 }
 
 const TICKET_SLOT_BITS: u32 = 7;
+/// The largest epoch a ticket can carry (2⁵⁷ − 1: a billion transitions a second for four
+/// years). Imports refuse states beyond it.
+pub(crate) const MAX_EPOCH: u64 = u64::MAX >> TICKET_SLOT_BITS;
 const TICKET_SLOT_MASK: u64 = (1 << TICKET_SLOT_BITS) - 1;
 
 /// A [`Permit`] as two plain numbers, for hosts that keep permits outside Rust (a JS

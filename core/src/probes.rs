@@ -123,16 +123,18 @@ impl Probes {
             .max_by_key(|&start| since(now, start))
     }
 
+    /// Start of the probe (of any round) that has been out shortest among those whose
+    /// `probe_timeout` has not passed: the last one that can still reach the upstream.
+    pub(crate) fn newest_out(&self, now: Nanos, probe_timeout: Nanos) -> Option<Nanos> {
+        self.starts(self.busy)
+            .filter(|&start| since(now, start) < probe_timeout)
+            .min_by_key(|&start| since(now, start))
+    }
+
     /// Start of the probe (of any round) that has been out longest.
     pub(crate) fn oldest(&self, now: Nanos) -> Option<Nanos> {
         self.starts(self.busy)
             .max_by_key(|&start| since(now, start))
-    }
-
-    /// Start of the probe (of any round) that has been out shortest.
-    pub(crate) fn newest(&self, now: Nanos) -> Option<Nanos> {
-        self.starts(self.busy)
-            .min_by_key(|&start| since(now, start))
     }
 }
 

@@ -9,9 +9,10 @@
 //!
 //! Outstanding permits belong to the dead instance and are not carried. A breaker
 //! exported half-open with probes out comes back open until the newest of those probes
-//! would have timed out, so probes sent by the dead instance never overlap new ones (at
+//! would have timed out, and one exported open while a retired probe is still out stays
+//! open at least that long, so probes sent by the dead instance never overlap new ones (at
 //! most K at the upstream, across the recycle too); with no probes out it comes back
-//! half-open as it was.
+//! exactly as it was.
 //!
 //! Layout (version 1): `"TGB" 1`, window shape (kind u8, length u16, bucket width u64),
 //! timer (state u8, epoch, state age, open-for, cooldown, rng: u64), probe successes and
@@ -22,6 +23,7 @@ use core::fmt;
 
 use crate::breaker::{Breaker, Stats};
 use crate::inflight::InFlight;
+use crate::permit::MAX_EPOCH;
 use crate::probes::Probes;
 use crate::state::{Reason, State, Transition};
 use crate::time::{since, Nanos};
@@ -235,6 +237,9 @@ impl Breaker {
         // been here.
         let (mut timer, mut last, mut stats) = (self.timer, self.stats.last, self.stats);
         let mut probes = self.probes.clone();
+        // Probes still at the upstream (of this round or lingering) belong to the dead
+        // instance; the importer must not send new ones before they would time out.
+        let newest_out = self.probes.newest_out(now, self.config.probe_timeout);
         let projection = self.projected(now);
         if projection.probe_timeouts > 0 {
             // Except a probe timeout: it counts a fault and backs off, which the importer
@@ -245,8 +250,16 @@ impl Breaker {
             stats.faults = stats.faults.saturating_add(projection.probe_timeouts);
             probes = Probes::new();
         }
+        if let (State::Open, Some(newest)) = (timer.state, newest_out) {
+            // Open a little longer if a probe of the dead instance could outlast the
+            // cooldown (a cooldown shorter than a call).
+            let until_timeout = self.config.probe_timeout.saturating_sub(since(now, newest));
+            if until_timeout > timer.remaining(now) {
+                timer.open_for = since(now, timer.entered_at).saturating_add(until_timeout);
+            }
+        }
         if timer.state == State::HalfOpen {
-            if let Some(newest) = probes.newest(now) {
+            if let Some(newest) = newest_out {
                 // Probes out belong to the dead instance: wait until they would time out.
                 let from = timer.state;
                 timer.state = State::Open;
@@ -314,7 +327,10 @@ impl Breaker {
     }
 
     /// Replaces the state with one exported `elapsed` nanoseconds ago (by the exporter's
-    /// reckoning), as of `now`. On error nothing changes.
+    /// reckoning), as of `now`. On error nothing changes. A breaker that has issued
+    /// permits starts an epoch past both its own and the imported one, so none of those
+    /// permits can count against the imported state; a fresh breaker takes the state
+    /// exactly.
     pub fn import(
         &mut self,
         bytes: &[u8],
@@ -347,6 +363,9 @@ impl Breaker {
         let at_age = |age: Nanos| now.wrapping_sub(age.saturating_add(elapsed));
         let state = decode_from(&STATES, r.u8()?, "state")?;
         let epoch = r.u64()?;
+        if epoch > MAX_EPOCH {
+            return Err(SnapshotError::Corrupt("epoch"));
+        }
         let timer = Timer {
             state,
             epoch,
@@ -393,6 +412,12 @@ impl Breaker {
 
         let mut clock = self.clock;
         clock.observe(now);
+        let mut timer = timer;
+        if self.stats.admitted > 0 {
+            // Permits this breaker issued must not count against the imported state:
+            // start an epoch past both, so every one of them is stale.
+            timer.epoch = timer.epoch.max(self.timer.epoch).saturating_add(1);
+        }
         *self = Breaker {
             config: self.config,
             clock,

@@ -5,7 +5,8 @@
 //! * [`TimeWindow`]: a ring of buckets, each `window / buckets` wide, with running totals.
 //!   Buckets the clock has passed are cleared lazily when the next outcome (or read)
 //!   arrives, so there are no timers and an idle breaker costs nothing. A fault is
-//!   forgotten once it is more than `window` plus one bucket old.
+//!   forgotten between `window - window/buckets` and `window` after it was recorded
+//!   (with the bucket it landed in), never later.
 //! * [`CountWindow`]: the last N outcomes as two bitsets (fault, slow).
 
 use crate::config::{Config, MAX_BUCKETS, MAX_WINDOW_CALLS};

@@ -958,6 +958,57 @@ fn snapshot_half_open_with_probes_comes_back_open() {
     assert_eq!(m.last_transition.unwrap().reason, Reason::Restored);
 }
 
+#[test]
+fn snapshot_import_retires_the_importers_own_permits() {
+    let mut live = breaker(Config::default());
+    let held: Vec<Permit> = (0..5).map(|_| admit(&mut live, 10 * S)).collect();
+    let bytes = export(&breaker(Config::default()), 20 * S);
+    live.import(&bytes, 0, 20 * S).unwrap();
+    for permit in held {
+        let recorded = live.record(permit, Outcome::Timeout, 21 * S);
+        assert!(recorded.stale && recorded.transitions.is_empty());
+    }
+    let m = live.metrics(21 * S);
+    assert_eq!((m.state, m.window.faults), (State::Closed, 0));
+}
+
+#[test]
+fn snapshot_probes_still_out_hold_the_upstream_across_recycling() {
+    // K = 2, a cooldown shorter than a call: a retired probe is still at the upstream
+    // when the breaker is recycled, and the new instance must not send two more.
+    let config = Config {
+        half_open_max_probes: 2,
+        cooldown: S,
+        probe_timeout: 10 * S,
+        ..Config::default()
+    };
+    let mut b = breaker(config);
+    tripped(&mut b, 0);
+    let (failing, _slow) = (admit(&mut b, S), admit(&mut b, S));
+    b.record(failing, status(503), S + 100 * MS);
+    let bytes = export(&b, S + 500 * MS);
+    let mut restored = breaker(config);
+    restored.import(&bytes, 0, S + 500 * MS).unwrap();
+    assert_eq!(
+        (0..5)
+            .filter(|_| b.acquire(2 * S + 200 * MS).decision.is_ok())
+            .count(),
+        1
+    );
+    assert_eq!(
+        restored.state(2 * S + 200 * MS),
+        State::Open,
+        "open until the probe times out"
+    );
+    assert_eq!(restored.state(11 * S), State::HalfOpen);
+    assert_eq!(
+        (0..5)
+            .filter(|_| restored.acquire(11 * S).decision.is_ok())
+            .count(),
+        2
+    );
+}
+
 // ---- The four failure modes ----
 
 #[test]

@@ -363,10 +363,16 @@ impl Permits {
         }
     }
 
-    /// Frees the slots of permits from epochs other than `epoch` (stale whatever happens).
+    /// Frees the slots of normal permits from epochs other than `epoch` (stale whatever
+    /// happens). Probe permits stay: a retired probe's stale outcome still frees the probe
+    /// slot it holds in the core, and there are at most 64 of them.
     fn sweep(&mut self, epoch: u64) {
         for (index, slot) in self.slots.iter_mut().enumerate() {
-            if slot.permit.as_ref().is_some_and(|p| p.epoch() != epoch) {
+            if slot
+                .permit
+                .as_ref()
+                .is_some_and(|p| p.epoch() != epoch && !p.is_probe())
+            {
                 slot.permit = None;
                 slot.gen = slot.gen.wrapping_add(1) & GEN_MASK;
                 self.live -= 1;
