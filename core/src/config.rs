@@ -157,6 +157,13 @@ impl Config {
             F::WindowCalls,
             R::Between(1, u64::from(MAX_WINDOW_CALLS)),
         )?;
+        // A count window that can never hold `min-calls` outcomes could never trip.
+        check(
+            self.window_calls
+                .is_none_or(|n| u32::from(n) >= self.min_calls),
+            F::WindowCalls,
+            R::AtLeastField(F::MinCalls),
+        )?;
         check(self.cooldown > 0, F::Cooldown, R::Positive)?;
         check(
             self.backoff_factor.is_finite()

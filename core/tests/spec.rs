@@ -701,6 +701,14 @@ fn config_every_violation_names_the_field_and_rule() {
             "window-calls must be between 1 and 1024",
         ),
         (
+            Config {
+                window_calls: Some(4),
+                ..d
+            },
+            Field::WindowCalls,
+            "window-calls must be >= min-calls",
+        ),
+        (
             Config { cooldown: 0, ..d },
             Field::Cooldown,
             "cooldown must be > 0",
