@@ -176,6 +176,24 @@ fn admission_half_open_admits_at_most_k_probes() {
 }
 
 #[test]
+fn admission_without_a_clock_only_where_time_cannot_matter() {
+    let mut b = breaker(Config::default());
+    let _first = admit(&mut b, 7 * S);
+    let permit = b.acquire_untimed().unwrap().decision.unwrap();
+    assert_eq!((permit.started(), b.latest()), (7 * S, 7 * S));
+    tripped(&mut b, 8 * S);
+    assert!(
+        b.acquire_untimed().is_none(),
+        "open: the cooldown needs the clock"
+    );
+    let mut hang_detecting = breaker(Config {
+        slow_call_duration: Some(S),
+        ..Config::default()
+    });
+    assert!(hang_detecting.acquire_untimed().is_none());
+}
+
+#[test]
 fn admission_isolated_rejects() {
     let mut b = breaker(Config::default());
     b.isolate(0);

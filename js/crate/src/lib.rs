@@ -30,10 +30,9 @@
 //!
 //! ## Clock readings
 //!
-//! Admission to a closed breaker without `slow-call-duration` depends on no time at all
-//! (no cooldown, no probe timeout, no hang detection; in-flight calls are a plain count),
-//! so [`Breaker::acquire_closed`] admits at the latest instant the breaker has seen,
-//! without a clock reading, and asks for one ([`NEED_CLOCK`]) in every other case. Every
+//! [`Breaker::acquire_closed`] admits without a clock reading when the core says time
+//! cannot matter to admission (`tripgate_core::Breaker::acquire_untimed`: closed, no
+//! `slow-call-duration`), and asks for one ([`NEED_CLOCK`]) in every other case. Every
 //! `record` takes a fresh reading. A guarded call thus costs one `performance.now()`
 //! (~40 ns on Node 24) instead of two.
 //!
@@ -54,8 +53,8 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 use tripgate_core as core_;
 use tripgate_core::{
-    Breaker as Core, Class, Config, ConfigError, Field, GrpcSet, Outcome, Permit, RawPermit,
-    Reason, RejectReason, Rule, State, StatusSet, Transitions, MILLISECOND,
+    Admission, Breaker as Core, Class, Config, ConfigError, Field, GrpcSet, Outcome, Permit,
+    RawPermit, Reason, RejectReason, Rule, State, StatusSet, Transitions, MILLISECOND,
 };
 
 use wasm_bindgen::prelude::*;
@@ -445,12 +444,6 @@ pub struct Breaker {
     retry_after: u64,
     rejected_state: State,
     rejected_reason: Option<RejectReason>,
-    /// The largest `now` passed to a call that changes the breaker: the core's own
-    /// high-water mark of its clock.
-    latest: u64,
-    /// Closed, with no `slow-call-duration`: admission needs no clock (see
-    /// [`Breaker::acquire_closed`]).
-    clockless: bool,
 }
 
 /// Copies transitions into `out` as `[from, to, reason, at_ms, epoch]` each.
@@ -489,56 +482,42 @@ impl Breaker {
             retry_after: 0,
             rejected_state: State::Closed,
             rejected_reason: None,
-            latest: ns(now_ms),
-            clockless: config.slow_call_duration.is_none(),
         })
     }
 
-    /// `now_ms` for a call that changes the breaker.
-    #[inline]
-    fn observe(&mut self, now_ms: f64) -> u64 {
-        let now = ns(now_ms);
-        self.latest = self.latest.max(now);
-        now
-    }
-
-    /// Keeps the transitions of a call, and whether admission still needs the clock.
+    /// Keeps the transitions of a call; whether there were any.
     fn note(&mut self, transitions: Transitions) -> bool {
-        match transitions.last() {
-            None => false,
-            Some(last) => {
-                self.clockless =
-                    last.to == State::Closed && self.core.config().slow_call_duration.is_none();
-                self.transitions = transitions;
-                true
-            }
+        if transitions.is_empty() {
+            return false;
         }
+        self.transitions = transitions;
+        true
     }
 
     /// Admits or rejects a call (see the crate docs for the return code).
     pub fn acquire(&mut self, now_ms: f64) -> i32 {
-        let now = self.observe(now_ms);
-        self.acquire_at(now)
+        let now = ns(now_ms);
+        let admission = self.core.acquire(now);
+        self.admitted(admission, now)
     }
 
-    /// [`Self::acquire`] without a clock reading, for the common case: a closed breaker
-    /// with no `slow-call-duration` has nothing that time can change at admission (no
-    /// cooldown, no probe timeout, no hang detection; in-flight calls are a plain count),
-    /// so the call is admitted at the latest instant the breaker has seen, which leaves
-    /// its clock exactly as it was. Returns [`NEED_CLOCK`] in every other state: call
+    /// [`Self::acquire`] without a clock reading, for the common case (see the core's
+    /// `acquire_untimed`). Returns [`NEED_CLOCK`] when admission needs time: call
     /// [`Self::acquire`] with a reading then. The outcome's `record` always takes a fresh
     /// reading, so the window still sees every outcome at its real time.
     pub fn acquire_closed(&mut self) -> i32 {
-        if self.clockless {
-            self.acquire_at(self.latest)
-        } else {
-            NEED_CLOCK
+        match self.core.acquire_untimed() {
+            Some(admission) => {
+                let now = self.core.latest();
+                self.admitted(admission, now)
+            }
+            None => NEED_CLOCK,
         }
     }
 
+    /// The code for an admission decided at `now`.
     #[inline]
-    fn acquire_at(&mut self, now: u64) -> i32 {
-        let admission = self.core.acquire(now);
+    fn admitted(&mut self, admission: Admission, now: u64) -> i32 {
         let moved = self.note(admission.transitions);
         let rejection = match admission.decision {
             Ok(permit) => {
@@ -600,7 +579,7 @@ impl Breaker {
         let Some(outcome) = outcome(outcome_code) else {
             return BAD_OUTCOME;
         };
-        let now = self.observe(now_ms);
+        let now = ns(now_ms);
         let permit = match self.permits.take(permit as u32) {
             Some(permit) => permit,
             // Recorded already, reclaimed, or never issued: a ticket from no epoch, which
@@ -683,7 +662,7 @@ impl Breaker {
 
     /// Forces the breaker open until `release`; returns the number of transitions.
     pub fn isolate(&mut self, now_ms: f64) -> usize {
-        let now = self.observe(now_ms);
+        let now = ns(now_ms);
         let t = self.core.isolate(now);
         self.note(t);
         t.len()
@@ -691,7 +670,7 @@ impl Breaker {
 
     /// Closes an isolated or disabled breaker; returns the number of transitions.
     pub fn release(&mut self, now_ms: f64) -> usize {
-        let now = self.observe(now_ms);
+        let now = ns(now_ms);
         let t = self.core.release(now);
         self.note(t);
         t.len()
@@ -700,7 +679,7 @@ impl Breaker {
     /// Admits everything and never trips until `release`; returns the number of
     /// transitions.
     pub fn disable(&mut self, now_ms: f64) -> usize {
-        let now = self.observe(now_ms);
+        let now = ns(now_ms);
         let t = self.core.disable(now);
         self.note(t);
         t.len()
@@ -708,7 +687,7 @@ impl Breaker {
 
     /// Back to closed with an empty window; returns the number of transitions.
     pub fn reset(&mut self, now_ms: f64) -> usize {
-        let now = self.observe(now_ms);
+        let now = ns(now_ms);
         let t = self.core.reset(now);
         self.note(t);
         t.len()
@@ -729,12 +708,7 @@ impl Breaker {
     pub fn import_state(&mut self, bytes: &[u8], elapsed_ms: f64, now_ms: f64) -> Option<String> {
         let now = ns(now_ms);
         match self.core.import(bytes, ns(elapsed_ms), now) {
-            Ok(()) => {
-                self.latest = self.latest.max(now);
-                self.clockless = self.core.config().slow_call_duration.is_none()
-                    && self.core.state(self.latest) == State::Closed;
-                None
-            }
+            Ok(()) => None,
             Err(e) => Some(e.to_string()),
         }
     }
