@@ -30,16 +30,29 @@ extern crate alloc;
 extern crate std;
 
 use alloc::rc::Rc;
-use alloc::string::{String, ToString};
+use alloc::string::ToString;
 use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
 
 use tripgate_core as core_api;
 use tripgate_core::{
-    Breaker, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, Permit, Rule, StatusSet,
+    Breaker, Field, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, Permit, Rule, StatusSet,
 };
 
-wit_bindgen::generate!({ path: "../wit", world: "tripgate" });
+wit_bindgen::generate!({
+    path: "../wit",
+    world: "tripgate",
+    // `from_repr` on every enum the core keeps a table for: a core code becomes the WIT
+    // case at that position, with no second table here.
+    additional_type_attributes: {
+        "tripgate:breaker/circuit-breaker@0.1.0/state": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.1.0/reason": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.1.0/reject-reason": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.1.0/class": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.1.0/config-field": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.1.0/snapshot-error-kind": [#[derive(strum::FromRepr)]],
+    },
+});
 
 use exports::tripgate::breaker::circuit_breaker as wit;
 
@@ -357,7 +370,7 @@ fn core_config(c: wit::Config) -> Result<core_api::Config, wit::ConfigError> {
             Some(codes) => codes.into_iter().try_fold(StatusSet::EMPTY, |set, code| {
                 HttpStatus::new(code).map(|_| set.with(code)).map_err(|_| {
                     let rule = Rule::Between(HttpStatus::MIN.into(), HttpStatus::MAX.into());
-                    config_error_of(wit::ConfigField::FaultStatuses, "fault-statuses", rule)
+                    config_error_of(Field::FaultStatuses, rule)
                 })
             })?,
         },
@@ -366,7 +379,7 @@ fn core_config(c: wit::Config) -> Result<core_api::Config, wit::ConfigError> {
             Some(codes) => codes.into_iter().try_fold(GrpcSet::EMPTY, |set, code| {
                 GrpcCode::new(code).map(|_| set.with(code)).map_err(|_| {
                     let rule = Rule::Between(0, GrpcCode::MAX.into());
-                    config_error_of(wit::ConfigField::FaultGrpcCodes, "fault-grpc-codes", rule)
+                    config_error_of(Field::FaultGrpcCodes, rule)
                 })
             })?,
         },
@@ -393,83 +406,50 @@ fn core_outcome(outcome: wit::Outcome) -> Result<Outcome, wit::RecordError> {
 
 // ---- translation: core to WIT ----
 
-fn config_error(error: core_api::ConfigError) -> wit::ConfigError {
-    use core_api::Field as F;
-    use wit::ConfigField as W;
-    let field = match error.field {
-        F::FailureThreshold => W::FailureThreshold,
-        F::MinCalls => W::MinCalls,
-        F::FailureRate => W::FailureRate,
-        F::SlowCallRate => W::SlowCallRate,
-        F::SlowCallDuration => W::SlowCallDuration,
-        F::Window => W::Window,
-        F::Buckets => W::Buckets,
-        F::WindowCalls => W::WindowCalls,
-        F::Cooldown => W::Cooldown,
-        F::BackoffFactor => W::BackoffFactor,
-        F::MaxCooldown => W::MaxCooldown,
-        F::JitterPercent => W::JitterPercent,
-        F::MaxInFlight => W::MaxInFlight,
-        F::HalfOpenMaxProbes => W::HalfOpenMaxProbes,
-        F::HalfOpenRequiredSuccesses => W::HalfOpenRequiredSuccesses,
-        F::HalfOpenSuccessRate => W::HalfOpenSuccessRate,
-        F::ProbeTimeout => W::ProbeTimeout,
-    };
-    config_error_of(field, error.field.name(), error.rule)
+/// The WIT enum case for a core table's code. `wit/breaker.wit` lists every such enum's
+/// cases in the core's code order (the wasmtime host's `tables` test reads the WIT and
+/// checks it), so the case at the code's position is the same case.
+fn case<W>(from_repr: fn(u8) -> Option<W>, code: u8) -> W {
+    match from_repr(code) {
+        Some(case) => case,
+        None => tables_disagree(),
+    }
 }
 
-/// A config error in the core's words (also for the code lists, whose invalid codes the
-/// core's sets would drop and the component refuses): the rule (`must be >= 1`) and the message
-/// (`failure-threshold must be >= 1`).
-fn config_error_of(field: wit::ConfigField, name: &str, rule: Rule) -> wit::ConfigError {
-    let rule = rule.to_string();
-    let mut message = String::from(name);
-    message.push(' ');
-    message.push_str(&rule);
+/// A build whose WIT and core tables disagree: trap loudly rather than report a wrong
+/// value. Never reached by any input.
+#[cold]
+fn tables_disagree() -> ! {
+    #[cfg(target_family = "wasm")]
+    core::arch::wasm32::unreachable();
+    #[cfg(not(target_family = "wasm"))]
+    unreachable!("wit/breaker.wit and tripgate-core list different cases");
+}
+
+fn config_error(error: core_api::ConfigError) -> wit::ConfigError {
+    config_error_of(error.field, error.rule)
+}
+
+/// A config error in the core's words: the rule (`must be >= 1`) and the message
+/// (`failure-threshold must be >= 1`). Also for the code lists, whose invalid codes the
+/// core's sets would drop and the component refuses.
+fn config_error_of(field: Field, rule: Rule) -> wit::ConfigError {
     wit::ConfigError {
-        field,
-        rule,
-        message,
+        field: case(wit::ConfigField::from_repr, field.code()),
+        rule: rule.to_string(),
+        message: core_api::ConfigError { field, rule }.to_string(),
     }
 }
 
 fn state(state: core_api::State) -> wit::State {
-    use core_api::State as S;
-    match state {
-        S::Closed => wit::State::Closed,
-        S::Open => wit::State::Open,
-        S::HalfOpen => wit::State::HalfOpen,
-        S::Isolated => wit::State::Isolated,
-        S::Disabled => wit::State::Disabled,
-    }
-}
-
-fn reason(reason: core_api::Reason) -> wit::Reason {
-    use core_api::Reason as R;
-    use wit::Reason as W;
-    match reason {
-        R::FailureThreshold => W::FailureThreshold,
-        R::FailureRate => W::FailureRate,
-        R::SlowCallRate => W::SlowCallRate,
-        R::HungCalls => W::HungCalls,
-        R::CooldownElapsed => W::CooldownElapsed,
-        R::ProbeFault => W::ProbeFault,
-        R::ProbeTimeout => W::ProbeTimeout,
-        R::ProbesSucceeded => W::ProbesSucceeded,
-        R::ProbeRateMissed => W::ProbeRateMissed,
-        R::Isolated => W::Isolated,
-        R::Released => W::Released,
-        R::Disabled => W::Disabled,
-        R::Reset => W::Reset,
-        R::Restored => W::Restored,
-    }
+    case(wit::State::from_repr, state.code())
 }
 
 fn transition(t: &core_api::Transition) -> wit::Transition {
     wit::Transition {
         from: state(t.from),
         to: state(t.to),
-        reason: reason(t.reason),
+        reason: case(wit::Reason::from_repr, t.reason.code()),
         at: t.at,
         epoch: t.epoch,
     }
@@ -480,26 +460,16 @@ fn transitions(ts: &core_api::Transitions) -> Vec<wit::Transition> {
 }
 
 fn rejection(r: core_api::Rejection) -> wit::Rejection {
-    use core_api::RejectReason as R;
     wit::Rejection {
         state: state(r.state),
-        reason: match r.reason {
-            R::Open => wit::RejectReason::Open,
-            R::Probing => wit::RejectReason::Probing,
-            R::Isolated => wit::RejectReason::Isolated,
-            R::Saturated => wit::RejectReason::Saturated,
-        },
+        reason: case(wit::RejectReason::from_repr, r.reason.code()),
         retry_after: r.retry_after,
     }
 }
 
 fn recorded_of(r: &core_api::Recorded) -> wit::Recorded {
     wit::Recorded {
-        class: match r.class {
-            core_api::Class::Success => wit::Class::Success,
-            core_api::Class::Fault => wit::Class::Fault,
-            core_api::Class::Neutral => wit::Class::Neutral,
-        },
+        class: case(wit::Class::from_repr, r.class.code()),
         slow: r.slow,
         stale: r.stale,
         transitions: transitions(&r.transitions),
@@ -507,20 +477,8 @@ fn recorded_of(r: &core_api::Recorded) -> wit::Recorded {
 }
 
 fn snapshot_error(error: core_api::SnapshotError) -> wit::SnapshotError {
-    use core_api::SnapshotError as E;
-    use wit::SnapshotErrorKind as K;
-    let kind = match error {
-        E::BufferTooSmall => K::BufferTooSmall,
-        E::Truncated => K::Truncated,
-        E::TrailingBytes => K::TrailingBytes,
-        E::NotAState => K::NotAState,
-        E::UnsupportedVersion(_) => K::UnsupportedVersion,
-        E::Checksum => K::Checksum,
-        E::WindowShape => K::WindowShape,
-        E::Corrupt(_) => K::Corrupt,
-    };
     wit::SnapshotError {
-        kind,
+        kind: case(wit::SnapshotErrorKind::from_repr, error.kind().code()),
         message: error.to_string(),
     }
 }

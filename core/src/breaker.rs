@@ -7,18 +7,26 @@
 
 use crate::config::{Config, ConfigError};
 use crate::inflight::InFlight;
+use crate::metrics::{bump, Metrics, Stats};
 use crate::outcome::{classify, Class, Outcome};
 use crate::permit::{MalformedPermit, Permit, RawPermit};
+use crate::phase::Phase;
 use crate::probes::Probes;
-use crate::state::{Reason, RejectReason, Rejection, State, Transition, Transitions};
+use crate::rejection::{RejectReason, Rejection};
+use crate::state::State;
 use crate::time::{since, Nanos, Watermark, SECOND};
-use crate::timer::Timer;
+use crate::transition::{Reason, Transition, Transitions, MAX_TRANSITIONS};
 use crate::window::{Tally, Window};
 
 /// Longest `retry-after` given to callers turned away while probes are out: probes
 /// usually answer in far less than `probe-timeout`, and a caller that comes back early
 /// is turned away again for a few nanoseconds.
 const PROBING_RETRY_CAP: Nanos = SECOND;
+
+/// Transitions time alone can make due at once: half-open → open when a probe times out,
+/// then open → half-open when the cooldown has passed too. The second leaves no probe of
+/// the new round out, so no third can follow.
+const TIME_TRANSITIONS: usize = MAX_TRANSITIONS - 1;
 
 /// The result of [`Breaker::acquire`].
 #[must_use = "an admitted call's permit must be recorded"]
@@ -44,73 +52,12 @@ pub struct Recorded {
     pub transitions: Transitions,
 }
 
-/// A point-in-time view for dashboards and exporters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Metrics {
-    /// Effective state at the time asked.
-    pub state: State,
-    /// Effective epoch.
-    pub epoch: u64,
-    /// Calls, faults and slow calls in the window.
-    pub window: Tally,
-    /// Normal calls of this epoch still out.
-    pub in_flight: u32,
-    /// Of those, out for longer than `slow-call-duration`.
-    pub hung: u32,
-    /// Probes out.
-    pub probes_out: u8,
-    /// Calls admitted since creation.
-    pub admitted_total: u64,
-    /// Rejections since creation, indexed like [`RejectReason::ALL`].
-    pub rejected_total: [u64; 4],
-    /// Outcomes counted as successes since creation.
-    pub successes_total: u64,
-    /// Outcomes counted as faults since creation (probe timeouts included).
-    pub faults_total: u64,
-    /// Outcomes that arrived with a stale permit.
-    pub stale_total: u64,
-    /// Transitions since creation.
-    pub transitions_total: u64,
-    /// Time since the last transition (or creation).
-    pub time_in_state: Nanos,
-    /// Remaining cooldown when open, else 0.
-    pub cooldown_remaining: Nanos,
-    /// The most recent transition.
-    pub last_transition: Option<Transition>,
-}
-
-impl Metrics {
-    /// Rejections for one reason.
-    pub fn rejected(&self, reason: RejectReason) -> u64 {
-        self.rejected_total
-            .get(reason.index())
-            .copied()
-            .unwrap_or(0)
-    }
-}
-
 /// The breaker as time alone would have moved it (see [`Breaker::projected`]).
 pub(crate) struct Projection {
-    pub(crate) timer: Timer,
+    pub(crate) phase: Phase,
     pub(crate) last: Option<Transition>,
     pub(crate) transitions: u64,
     pub(crate) probe_timeouts: u64,
-}
-
-/// Lifetime counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Stats {
-    pub(crate) admitted: u64,
-    pub(crate) rejected: [u64; 4],
-    pub(crate) successes: u64,
-    pub(crate) faults: u64,
-    pub(crate) stale: u64,
-    pub(crate) transitions: u64,
-    pub(crate) last: Option<Transition>,
-}
-
-fn bump(counter: &mut u64) {
-    *counter = counter.saturating_add(1);
 }
 
 /// A circuit breaker. Plain data: no clock, no allocation, no interior mutability; wrap
@@ -134,7 +81,7 @@ fn bump(counter: &mut u64) {
 pub struct Breaker {
     pub(crate) config: Config,
     pub(crate) clock: Watermark,
-    pub(crate) timer: Timer,
+    pub(crate) phase: Phase,
     pub(crate) window: Window,
     pub(crate) in_flight: InFlight,
     pub(crate) probes: Probes,
@@ -147,7 +94,7 @@ impl Breaker {
         config.validate()?;
         Ok(Self {
             clock: Watermark::new(now),
-            timer: Timer::new(&config, now),
+            phase: Phase::new(&config, now),
             window: Window::new(&config, now),
             in_flight: InFlight::new(config.slow_call_duration, now),
             probes: Probes::new(),
@@ -166,10 +113,10 @@ impl Breaker {
     pub fn acquire(&mut self, now: Nanos) -> Admission {
         let now = self.clock.observe(now);
         let mut transitions = self.settle(now);
-        let decision = match self.timer.state {
+        let decision = match self.phase.state {
             State::Closed => self.admit_closed(now, &mut transitions),
             State::Disabled => Ok(self.admit_call(now)),
-            State::Open => Err(self.reject(RejectReason::Open, self.timer.remaining(now))),
+            State::Open => Err(self.reject(RejectReason::Open, self.phase.remaining(now))),
             State::HalfOpen => self.admit_probe(now),
             State::Isolated => Err(self.reject(RejectReason::Isolated, 0)),
         };
@@ -192,7 +139,7 @@ impl Breaker {
     /// `performance.now()` is ~40 ns).
     #[inline]
     pub fn acquire_untimed(&mut self) -> Option<Admission> {
-        (self.timer.state == State::Closed && self.config.slow_call_duration.is_none())
+        (self.phase.state == State::Closed && self.config.slow_call_duration.is_none())
             .then(|| self.acquire(self.latest()))
     }
 
@@ -236,6 +183,47 @@ impl Breaker {
         }
     }
 
+    /// Records an outcome whose permit the host could not match: recorded already, or
+    /// never issued (hosts that keep permits as numbers in a table of their own). It is
+    /// classified and counted as stale, exactly like a permit of an earlier epoch, and
+    /// changes nothing else.
+    pub fn record_stale(&mut self, outcome: Outcome, now: Nanos) -> Recorded {
+        let now = self.clock.observe(now);
+        let transitions = self.settle(now);
+        bump(&mut self.stats.stale);
+        Recorded {
+            class: classify(
+                outcome,
+                &self.config.fault_statuses,
+                &self.config.fault_grpc_codes,
+            ),
+            slow: false,
+            stale: true,
+            transitions,
+        }
+    }
+
+    /// Whether `permit` still holds anything here at `now`: its outcome would count (it
+    /// is of the current epoch and still out), or it is a probe of an earlier round that
+    /// keeps its slot until its outcome or its `probe-timeout`. A host that keeps permits
+    /// in a table may drop those that hold nothing; their outcome would only be stale.
+    pub fn holds(&self, permit: &Permit, now: Nanos) -> bool {
+        let now = self.clock.peek(now);
+        let current = permit.epoch == self.phase.epoch
+            && since(now, permit.started) <= since(now, self.phase.entered_at);
+        match (permit.slot.checked_sub(1), self.phase.state) {
+            (None, State::Closed | State::Disabled) => current,
+            (None, _) => false,
+            (Some(slot), state) => self.probes.holds(
+                slot,
+                permit.started,
+                current && state == State::HalfOpen,
+                now,
+                self.config.probe_timeout,
+            ),
+        }
+    }
+
     /// [`Self::record`] for a permit in its plain-number form.
     pub fn record_raw(
         &mut self,
@@ -249,21 +237,21 @@ impl Breaker {
     /// The effective state at `now` (an `open` breaker whose cooldown has passed reads
     /// `half-open`). Changes nothing.
     pub fn state(&self, now: Nanos) -> State {
-        self.projected(now).timer.state
+        self.projected(now).phase.state
     }
 
     /// Counters and state as of `now`. Changes nothing.
     pub fn metrics(&self, now: Nanos) -> Metrics {
         let now = self.clock.peek(now);
         let Projection {
-            timer,
+            phase,
             last,
             transitions,
             probe_timeouts,
         } = self.projected(now);
         Metrics {
-            state: timer.state,
-            epoch: timer.epoch,
+            state: phase.state,
+            epoch: phase.epoch,
             window: self.window.tally_at(now),
             in_flight: self.in_flight.count(),
             hung: self.in_flight.hung_at(now),
@@ -274,9 +262,9 @@ impl Breaker {
             faults_total: self.stats.faults.saturating_add(probe_timeouts),
             stale_total: self.stats.stale,
             transitions_total: self.stats.transitions.saturating_add(transitions),
-            time_in_state: since(now, timer.entered_at),
-            cooldown_remaining: if timer.state == State::Open {
-                timer.remaining(now)
+            time_in_state: since(now, phase.entered_at),
+            cooldown_remaining: if phase.state == State::Open {
+                phase.remaining(now)
             } else {
                 0
             },
@@ -319,7 +307,7 @@ impl Breaker {
     ) -> Transitions {
         let now = self.clock.observe(now);
         let mut transitions = self.settle(now);
-        if let Some((to, reason)) = decide(self.timer.state) {
+        if let Some((to, reason)) = decide(self.phase.state) {
             transitions.push(self.enter(to, reason, now));
         }
         transitions
@@ -333,8 +321,8 @@ impl Breaker {
         // (Everything here returns transitions by value rather than pushing through a
         // `&mut`: a borrowed list must live in memory, and copying it out costs the hot
         // path more than the breaker's own work.)
-        match self.timer.state {
-            State::Open if self.timer.remaining(now) > 0 => Transitions::default(),
+        match self.phase.state {
+            State::Open if self.phase.remaining(now) > 0 => Transitions::default(),
             State::Open | State::HalfOpen => self.settle_timed(now),
             State::Closed | State::Isolated | State::Disabled => Transitions::default(),
         }
@@ -343,10 +331,9 @@ impl Breaker {
     #[inline(never)]
     fn settle_timed(&mut self, now: Nanos) -> Transitions {
         let mut transitions = Transitions::default();
-        // Two rounds at most: half-open → open (probe timeout) → half-open (cooldown).
-        for _ in 0..3 {
+        for _ in 0..TIME_TRANSITIONS {
             let oldest = self.oldest_probe(now);
-            match self.timer.due(now, oldest, &self.config) {
+            match self.phase.due(now, oldest, &self.config) {
                 Some((to, reason, at)) => {
                     if reason == Reason::ProbeTimeout {
                         bump(&mut self.stats.faults);
@@ -360,7 +347,7 @@ impl Breaker {
     }
 
     fn oldest_probe(&self, now: Nanos) -> Option<Nanos> {
-        if self.timer.state == State::HalfOpen {
+        if self.phase.state == State::HalfOpen {
             self.probes.oldest_current(now)
         } else {
             None
@@ -371,26 +358,18 @@ impl Breaker {
     pub(crate) fn projected(&self, now: Nanos) -> Projection {
         let now = self.clock.peek(now);
         let mut projection = Projection {
-            timer: self.timer,
+            phase: self.phase,
             last: self.stats.last,
             transitions: 0,
             probe_timeouts: 0,
         };
         let mut oldest = self.oldest_probe(now);
-        for _ in 0..3 {
-            let timer = &mut projection.timer;
-            let Some((to, reason, at)) = timer.due(now, oldest, &self.config) else {
+        for _ in 0..TIME_TRANSITIONS {
+            let phase = &mut projection.phase;
+            let Some((to, reason, at)) = phase.due(now, oldest, &self.config) else {
                 break;
             };
-            let from = timer.state;
-            timer.enter(to, at, &self.config);
-            projection.last = Some(Transition {
-                from,
-                to,
-                reason,
-                at,
-                epoch: timer.epoch,
-            });
+            projection.last = Some(phase.enter(to, reason, at, &self.config));
             oldest = None; // a transition releases every probe
             bump(&mut projection.transitions);
             if reason == Reason::ProbeTimeout {
@@ -401,15 +380,8 @@ impl Breaker {
     }
 
     fn enter(&mut self, to: State, reason: Reason, at: Nanos) -> Transition {
-        let from = self.timer.state;
-        self.timer.enter(to, at, &self.config);
-        let transition = Transition {
-            from,
-            to,
-            reason,
-            at,
-            epoch: self.timer.epoch,
-        };
+        let from = self.phase.state;
+        let transition = self.phase.enter(to, reason, at, &self.config);
         bump(&mut self.stats.transitions);
         self.stats.last = Some(transition);
         // Permits of the old epoch are stale from here on: they hold nothing, except that a
@@ -427,11 +399,11 @@ impl Breaker {
     }
 
     fn reject(&mut self, reason: RejectReason, retry_after: Nanos) -> Rejection {
-        if let Some(count) = self.stats.rejected.get_mut(reason.index()) {
+        if let Some(count) = self.stats.rejected.get_mut(usize::from(reason.code())) {
             bump(count);
         }
         Rejection {
-            state: self.timer.state,
+            state: self.phase.state,
             reason,
             retry_after,
         }
@@ -440,7 +412,7 @@ impl Breaker {
     fn admit_call(&mut self, now: Nanos) -> Permit {
         self.in_flight.start(now);
         Permit {
-            epoch: self.timer.epoch,
+            epoch: self.phase.epoch,
             started: now,
             slot: 0,
         }
@@ -455,7 +427,7 @@ impl Breaker {
         if self.config.slow_call_duration.is_some() {
             if let Some(trip) = self.hang_trip(now) {
                 transitions.push(trip);
-                return Err(self.reject(RejectReason::Open, self.timer.remaining(now)));
+                return Err(self.reject(RejectReason::Open, self.phase.remaining(now)));
             }
         }
         if self
@@ -472,7 +444,7 @@ impl Breaker {
         let (limit, timeout) = (self.config.half_open_max_probes, self.config.probe_timeout);
         match self.probes.admit(limit, now, timeout) {
             Some(slot) => Ok(Permit {
-                epoch: self.timer.epoch,
+                epoch: self.phase.epoch,
                 started: now,
                 slot: slot.saturating_add(1),
             }),
@@ -493,12 +465,12 @@ impl Breaker {
 
     /// Whether `permit` was issued by this breaker in its current epoch and is still out.
     fn is_current(&mut self, permit: &Permit, now: Nanos) -> bool {
-        if permit.epoch != self.timer.epoch
-            || since(now, permit.started) > since(now, self.timer.entered_at)
+        if permit.epoch != self.phase.epoch
+            || since(now, permit.started) > since(now, self.phase.entered_at)
         {
             return false;
         }
-        match (permit.slot, self.timer.state) {
+        match (permit.slot, self.phase.state) {
             (0, State::Closed | State::Disabled) => true,
             (0, _) => false,
             (slot, State::HalfOpen) => self.probes.release(slot.saturating_sub(1), permit.started),
@@ -526,13 +498,13 @@ impl Breaker {
         self.count_outcome(class);
         if class != Class::Neutral {
             let tally = self.window.record(now, class == Class::Fault, slow);
-            if self.timer.state == State::Closed {
+            if self.phase.state == State::Closed {
                 if let Some(reason) = self.trip_reason(tally) {
                     return Some(self.enter(State::Open, reason, now));
                 }
             }
         }
-        if self.timer.state == State::Closed && self.config.slow_call_duration.is_some() {
+        if self.phase.state == State::Closed && self.config.slow_call_duration.is_some() {
             return self.hang_trip(now);
         }
         None

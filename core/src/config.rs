@@ -8,6 +8,7 @@
 use core::fmt;
 
 use crate::outcome::{GrpcSet, StatusSet};
+use crate::table::table;
 use crate::time::{Nanos, SECOND};
 
 /// Most buckets a time window may have.
@@ -200,6 +201,56 @@ impl Config {
         check(self.probe_timeout > 0, F::ProbeTimeout, R::Positive)
     }
 
+    /// Sets a numeric field by its [`Field`], for hosts whose options arrive as numbers
+    /// keyed by name (JS options, test vectors): counts and percentages as themselves,
+    /// durations in nanoseconds, the backoff factor as a whole number (set
+    /// [`Config::backoff_factor`] directly for a fraction). Optional fields are switched
+    /// on. A count beyond what its field holds is an error naming the field
+    /// (`failure-threshold must be <= 4294967295`), never clamped into a valid value; a
+    /// value within the field's type but outside its rule is left to [`Config::validate`].
+    /// The code lists are not numbers: setting them here is an error.
+    pub fn set(&mut self, field: Field, value: u64) -> Result<(), ConfigError> {
+        use Field as F;
+        // Narrow fields saturate: their rules are far below their types' maxima, so
+        // `validate` names the real rule (`buckets must be between 1 and 64`).
+        let narrow = |v: u64| u8::try_from(v).unwrap_or(u8::MAX);
+        let wide = |v: u64| {
+            u32::try_from(v).map_err(|_| ConfigError {
+                field,
+                rule: Rule::AtMost(u64::from(u32::MAX)),
+            })
+        };
+        match field {
+            F::FailureThreshold => self.failure_threshold = wide(value)?,
+            F::MinCalls => self.min_calls = wide(value)?,
+            F::FailureRate => self.failure_rate = Some(narrow(value)),
+            F::SlowCallRate => self.slow_call_rate = Some(narrow(value)),
+            F::SlowCallDuration => self.slow_call_duration = Some(value),
+            F::Window => self.window = value,
+            F::Buckets => self.buckets = narrow(value),
+            F::WindowCalls => self.window_calls = Some(u16::try_from(value).unwrap_or(u16::MAX)),
+            F::Cooldown => self.cooldown = value,
+            // Exact for every whole factor the rule allows.
+            #[allow(clippy::cast_precision_loss)]
+            F::BackoffFactor => self.backoff_factor = value as f64,
+            F::MaxCooldown => self.max_cooldown = Some(value),
+            F::JitterPercent => self.jitter_percent = narrow(value),
+            F::JitterSeed => self.jitter_seed = value,
+            F::MaxInFlight => self.max_in_flight = Some(wide(value)?),
+            F::HalfOpenMaxProbes => self.half_open_max_probes = narrow(value),
+            F::HalfOpenRequiredSuccesses => self.half_open_required_successes = wide(value)?,
+            F::HalfOpenSuccessRate => self.half_open_success_rate = Some(narrow(value)),
+            F::ProbeTimeout => self.probe_timeout = value,
+            F::FaultStatuses | F::FaultGrpcCodes => {
+                return Err(ConfigError {
+                    field,
+                    rule: Rule::List,
+                })
+            }
+        }
+        Ok(())
+    }
+
     /// Width of one time-window bucket.
     pub(crate) fn bucket_width(&self) -> Nanos {
         self.window
@@ -209,57 +260,127 @@ impl Config {
     }
 }
 
-/// A configuration field, by the name every host uses for it.
+/// What a configuration field holds, which decides how hosts read it from their own
+/// option formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum Field {
-    FailureThreshold,
-    MinCalls,
-    FailureRate,
-    SlowCallRate,
-    SlowCallDuration,
-    Window,
-    Buckets,
-    WindowCalls,
-    Cooldown,
-    BackoffFactor,
-    MaxCooldown,
-    JitterPercent,
-    MaxInFlight,
-    HalfOpenMaxProbes,
-    HalfOpenRequiredSuccesses,
-    HalfOpenSuccessRate,
-    ProbeTimeout,
+pub enum FieldKind {
+    /// A whole number of things (calls, buckets, probes).
+    Count,
+    /// A whole percentage.
+    Percent,
+    /// A duration: nanoseconds in the core, milliseconds in the JS options and the vectors
+    /// (whose names then end in `Ms` / `-ms`).
+    Duration,
+    /// A finite number (the backoff factor).
+    Factor,
+    /// A 64-bit seed.
+    Seed,
+    /// A list of HTTP statuses.
+    Statuses,
+    /// A list of gRPC codes.
+    GrpcCodes,
 }
 
-impl Field {
-    /// The kebab-case name, as in the WIT interface.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::FailureThreshold => "failure-threshold",
-            Self::MinCalls => "min-calls",
-            Self::FailureRate => "failure-rate",
-            Self::SlowCallRate => "slow-call-rate",
-            Self::SlowCallDuration => "slow-call-duration",
-            Self::Window => "window",
-            Self::Buckets => "buckets",
-            Self::WindowCalls => "window-calls",
-            Self::Cooldown => "cooldown",
-            Self::BackoffFactor => "backoff-factor",
-            Self::MaxCooldown => "max-cooldown",
-            Self::JitterPercent => "jitter-percent",
-            Self::MaxInFlight => "max-in-flight",
-            Self::HalfOpenMaxProbes => "half-open-max-probes",
-            Self::HalfOpenRequiredSuccesses => "half-open-required-successes",
-            Self::HalfOpenSuccessRate => "half-open-success-rate",
-            Self::ProbeTimeout => "probe-timeout",
-        }
+table! {
+    /// A configuration field, by the name every host uses for it. The WIT names it in
+    /// `config-field`; [`Field::js_name`] is the JS package's option.
+    pub enum Field {
+        /// [`Config::failure_threshold`].
+        FailureThreshold = 0 => "failure-threshold",
+        /// [`Config::min_calls`].
+        MinCalls = 1 => "min-calls",
+        /// [`Config::failure_rate`].
+        FailureRate = 2 => "failure-rate",
+        /// [`Config::slow_call_rate`].
+        SlowCallRate = 3 => "slow-call-rate",
+        /// [`Config::slow_call_duration`].
+        SlowCallDuration = 4 => "slow-call-duration",
+        /// [`Config::window`].
+        Window = 5 => "window",
+        /// [`Config::buckets`].
+        Buckets = 6 => "buckets",
+        /// [`Config::window_calls`].
+        WindowCalls = 7 => "window-calls",
+        /// [`Config::cooldown`].
+        Cooldown = 8 => "cooldown",
+        /// [`Config::backoff_factor`].
+        BackoffFactor = 9 => "backoff-factor",
+        /// [`Config::max_cooldown`].
+        MaxCooldown = 10 => "max-cooldown",
+        /// [`Config::jitter_percent`].
+        JitterPercent = 11 => "jitter-percent",
+        /// [`Config::max_in_flight`].
+        MaxInFlight = 12 => "max-in-flight",
+        /// [`Config::half_open_max_probes`].
+        HalfOpenMaxProbes = 13 => "half-open-max-probes",
+        /// [`Config::half_open_required_successes`].
+        HalfOpenRequiredSuccesses = 14 => "half-open-required-successes",
+        /// [`Config::half_open_success_rate`].
+        HalfOpenSuccessRate = 15 => "half-open-success-rate",
+        /// [`Config::probe_timeout`].
+        ProbeTimeout = 16 => "probe-timeout",
+        /// [`Config::fault_statuses`].
+        FaultStatuses = 17 => "fault-statuses",
+        /// [`Config::fault_grpc_codes`].
+        FaultGrpcCodes = 18 => "fault-grpc-codes",
+        /// [`Config::jitter_seed`].
+        JitterSeed = 19 => "jitter-seed",
     }
 }
 
-impl fmt::Display for Field {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+impl Field {
+    /// What the field holds.
+    pub const fn kind(self) -> FieldKind {
+        use FieldKind as K;
+        match self {
+            Self::FailureThreshold
+            | Self::MinCalls
+            | Self::Buckets
+            | Self::WindowCalls
+            | Self::MaxInFlight
+            | Self::HalfOpenMaxProbes
+            | Self::HalfOpenRequiredSuccesses => K::Count,
+            Self::FailureRate
+            | Self::SlowCallRate
+            | Self::JitterPercent
+            | Self::HalfOpenSuccessRate => K::Percent,
+            Self::SlowCallDuration
+            | Self::Window
+            | Self::Cooldown
+            | Self::MaxCooldown
+            | Self::ProbeTimeout => K::Duration,
+            Self::BackoffFactor => K::Factor,
+            Self::JitterSeed => K::Seed,
+            Self::FaultStatuses => K::Statuses,
+            Self::FaultGrpcCodes => K::GrpcCodes,
+        }
+    }
+
+    /// The JS package's option name: camel case, durations in milliseconds with an `Ms`
+    /// suffix (`cooldownMs`).
+    pub const fn js_name(self) -> &'static str {
+        match self {
+            Self::FailureThreshold => "failureThreshold",
+            Self::MinCalls => "minCalls",
+            Self::FailureRate => "failureRate",
+            Self::SlowCallRate => "slowCallRate",
+            Self::SlowCallDuration => "slowCallDurationMs",
+            Self::Window => "windowMs",
+            Self::Buckets => "buckets",
+            Self::WindowCalls => "windowCalls",
+            Self::Cooldown => "cooldownMs",
+            Self::BackoffFactor => "backoffFactor",
+            Self::MaxCooldown => "maxCooldownMs",
+            Self::JitterPercent => "jitterPercent",
+            Self::MaxInFlight => "maxInFlight",
+            Self::HalfOpenMaxProbes => "halfOpenMaxProbes",
+            Self::HalfOpenRequiredSuccesses => "halfOpenRequiredSuccesses",
+            Self::HalfOpenSuccessRate => "halfOpenSuccessRate",
+            Self::ProbeTimeout => "probeTimeoutMs",
+            Self::FaultStatuses => "faultStatuses",
+            Self::FaultGrpcCodes => "faultGrpcCodes",
+            Self::JitterSeed => "jitterSeed",
+        }
     }
 }
 
@@ -268,6 +389,8 @@ impl fmt::Display for Field {
 pub enum Rule {
     /// Must be at least this.
     AtLeast(u64),
+    /// Must be at most this (the largest value the field can hold).
+    AtMost(u64),
     /// Must be in this inclusive range.
     Between(u64, u64),
     /// Must be greater than zero.
@@ -276,15 +399,20 @@ pub enum Rule {
     AtLeastField(Field),
     /// Must be a finite number from 1 to [`MAX_BACKOFF_FACTOR`].
     Factor,
+    /// Must be a list of codes, each valid (an HTTP status in 100–599, a gRPC code in
+    /// 0–16).
+    List,
 }
 
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::AtLeast(min) => write!(f, "must be >= {min}"),
+            Self::AtMost(max) => write!(f, "must be <= {max}"),
             Self::Between(lo, hi) => write!(f, "must be between {lo} and {hi}"),
             Self::Positive => f.write_str("must be > 0"),
             Self::AtLeastField(other) => write!(f, "must be >= {other}"),
+            Self::List => f.write_str("must be a list of valid codes"),
             Self::Factor => write!(
                 f,
                 "must be a finite number between 1 and {MAX_BACKOFF_FACTOR_WHOLE}"

@@ -52,27 +52,40 @@
 #[cfg(feature = "std")]
 extern crate std;
 
-mod breaker;
+mod table;
+
+mod codec;
 mod config;
 mod inflight;
+mod metrics;
 mod outcome;
 mod permit;
+mod phase;
 mod probes;
+mod rejection;
 mod snapshot;
 mod state;
 mod time;
-mod timer;
+mod transition;
 mod window;
 
-pub use breaker::{Admission, Breaker, Metrics, Recorded};
+mod breaker;
+
+pub use breaker::{Admission, Breaker, Recorded};
 pub use config::{
-    Config, ConfigError, Field, Rule, MAX_BACKOFF_FACTOR, MAX_BUCKETS, MAX_PROBES, MAX_WINDOW_CALLS,
+    Config, ConfigError, Field, FieldKind, Rule, MAX_BACKOFF_FACTOR, MAX_BUCKETS, MAX_PROBES,
+    MAX_WINDOW_CALLS,
 };
-pub use outcome::{Class, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, StatusSet};
+pub use metrics::{Metrics, REJECT_REASONS};
+pub use outcome::{
+    Class, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, OutcomeKind, StatusSet,
+};
 pub use permit::{MalformedPermit, Permit, RawPermit};
-pub use snapshot::{SnapshotError, MAX_EXPORT_LEN};
-pub use state::{Reason, RejectReason, Rejection, State, Transition, Transitions};
+pub use rejection::{RejectReason, Rejection};
+pub use snapshot::{SnapshotError, SnapshotErrorKind, MAX_EXPORT_LEN, MAX_IMPORT_EPOCH};
+pub use state::State;
 #[cfg(feature = "std")]
 pub use time::MonotonicClock;
 pub use time::{Clock, FakeClock, Nanos, MILLISECOND, SECOND};
+pub use transition::{Reason, Transition, Transitions, MAX_TRANSITIONS};
 pub use window::Tally;

@@ -11,6 +11,8 @@
 
 use core::fmt;
 
+use crate::table::table;
+
 /// What happened to one admitted call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Outcome {
@@ -32,7 +34,56 @@ pub enum Outcome {
     Ignored,
 }
 
+table! {
+    /// The kinds of [`Outcome`], in the order of the WIT's `outcome` variant.
+    pub enum OutcomeKind {
+        /// [`Outcome::Success`].
+        Success = 0 => "success",
+        /// [`Outcome::Status`].
+        Status = 1 => "status",
+        /// [`Outcome::Grpc`].
+        Grpc = 2 => "grpc",
+        /// [`Outcome::Timeout`].
+        Timeout = 3 => "timeout",
+        /// [`Outcome::ConnectionError`].
+        ConnectionError = 4 => "connection-error",
+        /// [`Outcome::Failure`].
+        Failure = 5 => "failure",
+        /// [`Outcome::Cancelled`].
+        Cancelled = 6 => "cancelled",
+        /// [`Outcome::Ignored`].
+        Ignored = 7 => "ignored",
+    }
+}
+
 impl Outcome {
+    /// The outcome's kind.
+    pub const fn kind(&self) -> OutcomeKind {
+        match self {
+            Self::Success => OutcomeKind::Success,
+            Self::Status(_) => OutcomeKind::Status,
+            Self::Grpc(_) => OutcomeKind::Grpc,
+            Self::Timeout => OutcomeKind::Timeout,
+            Self::ConnectionError => OutcomeKind::ConnectionError,
+            Self::Failure => OutcomeKind::Failure,
+            Self::Cancelled => OutcomeKind::Cancelled,
+            Self::Ignored => OutcomeKind::Ignored,
+        }
+    }
+
+    /// The outcome of a kind that carries no code; `None` for `status` and `grpc`.
+    pub const fn of_kind(kind: OutcomeKind) -> Option<Self> {
+        match kind {
+            OutcomeKind::Success => Some(Self::Success),
+            OutcomeKind::Status | OutcomeKind::Grpc => None,
+            OutcomeKind::Timeout => Some(Self::Timeout),
+            OutcomeKind::ConnectionError => Some(Self::ConnectionError),
+            OutcomeKind::Failure => Some(Self::Failure),
+            OutcomeKind::Cancelled => Some(Self::Cancelled),
+            OutcomeKind::Ignored => Some(Self::Ignored),
+        }
+    }
+
     /// An HTTP status outcome; errors unless `code` is in 100–599.
     pub fn status(code: u16) -> Result<Self, OutcomeError> {
         HttpStatus::new(code).map(Self::Status)
@@ -120,15 +171,16 @@ impl fmt::Display for OutcomeError {
 
 impl core::error::Error for OutcomeError {}
 
-/// What an outcome means to the breaker.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Class {
-    /// Evidence that the upstream is healthy.
-    Success,
-    /// Evidence that the upstream is failing.
-    Fault,
-    /// No evidence: releases the permit and counts as nothing.
-    Neutral,
+table! {
+    /// What an outcome means to the breaker.
+    pub enum Class {
+        /// Evidence that the upstream is healthy.
+        Success = 0 => "success",
+        /// Evidence that the upstream is failing.
+        Fault = 1 => "fault",
+        /// No evidence: releases the permit and counts as nothing.
+        Neutral = 2 => "neutral",
+    }
 }
 
 /// A set of HTTP statuses (100–599) that count as faults.

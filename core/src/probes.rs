@@ -111,6 +111,24 @@ impl Probes {
         true
     }
 
+    /// Whether `slot` is held by the probe that started at `started`: of this round when
+    /// `current`, else lingering and not yet past `probe_timeout`.
+    pub(crate) fn holds(
+        &self,
+        slot: u8,
+        started: Nanos,
+        current: bool,
+        now: Nanos,
+        probe_timeout: Nanos,
+    ) -> bool {
+        let among = if current {
+            self.busy & !self.lingering
+        } else {
+            self.lingering & !self.expired(now, probe_timeout)
+        };
+        among & bit(slot) != 0 && self.started.get(usize::from(slot)) == Some(&started)
+    }
+
     /// Start instants of the probes in `mask` (one step per probe, not per slot).
     fn starts(&self, mask: u64) -> impl Iterator<Item = Nanos> + '_ {
         slots(mask).filter_map(|slot| self.started.get(usize::from(slot)).copied())

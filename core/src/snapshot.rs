@@ -15,51 +15,35 @@
 //! exactly as it was.
 //!
 //! Layout (version 1): `"TGB" 1`, window shape (kind u8, length u16, bucket width u64),
-//! timer (state u8, epoch, state age, open-for, cooldown, rng: u64), probe successes and
+//! phase (state u8, epoch, state age, open-for, cooldown, rng: u64), probe successes and
 //! judged (u32), nine lifetime counters (u64), last transition (flag u8, then from, to,
 //! reason: u8, age, epoch: u64), the window, the checksum (u32).
 
 use core::fmt;
 
-use crate::breaker::{Breaker, Stats};
+use crate::breaker::Breaker;
+use crate::codec::{Invalid, Reader, Writer};
 use crate::inflight::InFlight;
+use crate::metrics::Stats;
 use crate::permit::MAX_EPOCH;
+use crate::phase::Phase;
 use crate::probes::Probes;
-use crate::state::{Reason, State, Transition};
+use crate::state::State;
+use crate::table::table;
 use crate::time::{since, Nanos};
-use crate::timer::Timer;
+use crate::transition::{Reason, Transition};
 use crate::window::Window;
 
 /// Bytes that hold the largest export (64 buckets).
 pub const MAX_EXPORT_LEN: usize = 1024;
 
+/// The largest epoch an import accepts: half of what a raw permit's ticket can carry, so
+/// the importer has 2⁵⁶ transitions of room left (crafted bytes cannot put a breaker where
+/// its next transitions would overflow the ticket and make every permit stale).
+pub const MAX_IMPORT_EPOCH: u64 = MAX_EPOCH >> 1;
+
 const MAGIC: [u8; 3] = *b"TGB";
 const VERSION: u8 = 1;
-
-const STATES: [State; 5] = [
-    State::Closed,
-    State::Open,
-    State::HalfOpen,
-    State::Isolated,
-    State::Disabled,
-];
-
-const REASONS: [Reason; 14] = [
-    Reason::FailureThreshold,
-    Reason::FailureRate,
-    Reason::SlowCallRate,
-    Reason::HungCalls,
-    Reason::CooldownElapsed,
-    Reason::ProbeFault,
-    Reason::ProbeTimeout,
-    Reason::ProbesSucceeded,
-    Reason::ProbeRateMissed,
-    Reason::Isolated,
-    Reason::Released,
-    Reason::Disabled,
-    Reason::Reset,
-    Reason::Restored,
-];
 
 /// Why an export or import failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -82,6 +66,53 @@ pub enum SnapshotError {
     Corrupt(&'static str),
 }
 
+table! {
+    /// The kinds of [`SnapshotError`], as the WIT's `snapshot-error-kind` names them.
+    pub enum SnapshotErrorKind {
+        /// [`SnapshotError::BufferTooSmall`].
+        BufferTooSmall = 0 => "buffer-too-small",
+        /// [`SnapshotError::Truncated`].
+        Truncated = 1 => "truncated",
+        /// [`SnapshotError::TrailingBytes`].
+        TrailingBytes = 2 => "trailing-bytes",
+        /// [`SnapshotError::NotAState`].
+        NotAState = 3 => "not-a-state",
+        /// [`SnapshotError::UnsupportedVersion`].
+        UnsupportedVersion = 4 => "unsupported-version",
+        /// [`SnapshotError::Checksum`].
+        Checksum = 5 => "checksum",
+        /// [`SnapshotError::WindowShape`].
+        WindowShape = 6 => "window-shape",
+        /// [`SnapshotError::Corrupt`].
+        Corrupt = 7 => "corrupt",
+    }
+}
+
+impl SnapshotError {
+    /// The error's kind, without its detail.
+    pub fn kind(&self) -> SnapshotErrorKind {
+        match self {
+            Self::BufferTooSmall => SnapshotErrorKind::BufferTooSmall,
+            Self::Truncated => SnapshotErrorKind::Truncated,
+            Self::TrailingBytes => SnapshotErrorKind::TrailingBytes,
+            Self::NotAState => SnapshotErrorKind::NotAState,
+            Self::UnsupportedVersion(_) => SnapshotErrorKind::UnsupportedVersion,
+            Self::Checksum => SnapshotErrorKind::Checksum,
+            Self::WindowShape => SnapshotErrorKind::WindowShape,
+            Self::Corrupt(_) => SnapshotErrorKind::Corrupt,
+        }
+    }
+}
+
+impl From<Invalid> for SnapshotError {
+    fn from(invalid: Invalid) -> Self {
+        match invalid {
+            Invalid::Truncated => Self::Truncated,
+            Invalid::Corrupt(what) => Self::Corrupt(what),
+        }
+    }
+}
+
 impl fmt::Display for SnapshotError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -101,95 +132,12 @@ impl fmt::Display for SnapshotError {
 
 impl core::error::Error for SnapshotError {}
 
-/// Appends little-endian values to a buffer, remembering whether it ran out.
-pub(crate) struct Writer<'a> {
-    out: &'a mut [u8],
-    len: usize,
-    overflow: bool,
-}
-
-impl<'a> Writer<'a> {
-    fn new(out: &'a mut [u8]) -> Self {
-        Self {
-            out,
-            len: 0,
-            overflow: false,
-        }
-    }
-
-    fn bytes(&mut self, bytes: &[u8]) {
-        let end = self.len.saturating_add(bytes.len());
-        match self.out.get_mut(self.len..end) {
-            Some(dst) => {
-                dst.copy_from_slice(bytes);
-                self.len = end;
-            }
-            None => self.overflow = true,
-        }
-    }
-
-    pub(crate) fn u8(&mut self, v: u8) {
-        self.bytes(&[v]);
-    }
-    pub(crate) fn u16(&mut self, v: u16) {
-        self.bytes(&v.to_le_bytes());
-    }
-    pub(crate) fn u32(&mut self, v: u32) {
-        self.bytes(&v.to_le_bytes());
-    }
-    pub(crate) fn u64(&mut self, v: u64) {
-        self.bytes(&v.to_le_bytes());
-    }
-}
-
-/// Reads little-endian values, failing with `Truncated` past the end.
-pub(crate) struct Reader<'a> {
-    input: &'a [u8],
-}
-
-impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], SnapshotError> {
-        let (head, rest) = self
-            .input
-            .split_first_chunk::<N>()
-            .ok_or(SnapshotError::Truncated)?;
-        self.input = rest;
-        Ok(*head)
-    }
-
-    pub(crate) fn u8(&mut self) -> Result<u8, SnapshotError> {
-        self.take::<1>().map(|[b]| b)
-    }
-    pub(crate) fn u16(&mut self) -> Result<u16, SnapshotError> {
-        self.take().map(u16::from_le_bytes)
-    }
-    pub(crate) fn u32(&mut self) -> Result<u32, SnapshotError> {
-        self.take().map(u32::from_le_bytes)
-    }
-    pub(crate) fn u64(&mut self) -> Result<u64, SnapshotError> {
-        self.take().map(u64::from_le_bytes)
-    }
-}
-
-fn fnv1a(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c_9dc5u32, |hash, &b| {
-        (hash ^ u32::from(b)).wrapping_mul(0x0100_0193)
-    })
-}
-
-fn code_of<T: PartialEq>(table: &[T], value: &T) -> u8 {
-    table
-        .iter()
-        .position(|v| v == value)
-        .and_then(|i| u8::try_from(i).ok())
-        .unwrap_or(u8::MAX)
-}
-
-fn decode_from<T: Copy>(table: &[T], code: u8, what: &'static str) -> Result<T, SnapshotError> {
-    table
-        .get(usize::from(code))
-        .copied()
-        .ok_or(SnapshotError::Corrupt(what))
+fn decode<T>(
+    from_code: fn(u8) -> Option<T>,
+    code: u8,
+    what: &'static str,
+) -> Result<T, SnapshotError> {
+    from_code(code).ok_or(SnapshotError::Corrupt(what))
 }
 
 /// The window's shape, which export and import must agree on.
@@ -232,10 +180,10 @@ impl Breaker {
     /// ```
     pub fn export(&self, now: Nanos, out: &mut [u8]) -> Result<usize, SnapshotError> {
         let now = self.clock.peek(now);
-        // The timer goes out as it is, not as time has moved it: a transition that has
+        // The phase goes out as it is, not as time has moved it: a transition that has
         // fallen due is made, and reported, by the importer's next call, as it would have
         // been here.
-        let (mut timer, mut last, mut stats) = (self.timer, self.stats.last, self.stats);
+        let (mut phase, mut stats) = (self.phase, self.stats);
         let mut probes = self.probes.clone();
         // Probes still at the upstream (of this round or lingering) belong to the dead
         // instance; the importer must not send new ones before they would time out.
@@ -244,40 +192,30 @@ impl Breaker {
         if projection.probe_timeouts > 0 {
             // Except a probe timeout: it counts a fault and backs off, which the importer
             // could not redo without the probes, so it is made here.
-            timer = projection.timer;
-            last = projection.last;
+            phase = projection.phase;
+            stats.last = projection.last;
             stats.transitions = stats.transitions.saturating_add(projection.transitions);
             stats.faults = stats.faults.saturating_add(projection.probe_timeouts);
             probes = Probes::new();
         }
-        if let (State::Open, Some(newest)) = (timer.state, newest_out) {
+        if let (State::Open, Some(newest)) = (phase.state, newest_out) {
             // Open a little longer if a probe of the dead instance could outlast the
             // cooldown (a cooldown shorter than a call).
             let until_timeout = self.config.probe_timeout.saturating_sub(since(now, newest));
-            if until_timeout > timer.remaining(now) {
-                timer.open_for = since(now, timer.entered_at).saturating_add(until_timeout);
+            if until_timeout > phase.remaining(now) {
+                phase.open_for = since(now, phase.entered_at).saturating_add(until_timeout);
             }
         }
-        if timer.state == State::HalfOpen {
+        if phase.state == State::HalfOpen {
             if let Some(newest) = newest_out {
                 // Probes out belong to the dead instance: wait until they would time out.
-                let from = timer.state;
-                timer.state = State::Open;
-                timer.epoch = timer.epoch.wrapping_add(1);
-                timer.entered_at = now;
-                timer.open_for = self
+                let wait = self
                     .config
                     .probe_timeout
                     .saturating_sub(since(now, newest))
                     .max(1);
+                stats.last = Some(phase.restore_open(now, wait));
                 stats.transitions = stats.transitions.saturating_add(1);
-                last = Some(Transition {
-                    from,
-                    to: State::Open,
-                    reason: Reason::Restored,
-                    at: now,
-                    epoch: timer.epoch,
-                });
                 probes = Probes::new();
             }
         }
@@ -286,12 +224,12 @@ impl Breaker {
         w.bytes(&MAGIC);
         w.u8(VERSION);
         shape(&self.window, &mut w);
-        w.u8(code_of(&STATES, &timer.state));
-        w.u64(timer.epoch);
-        w.u64(since(now, timer.entered_at));
-        w.u64(timer.open_for);
-        w.u64(timer.cooldown);
-        w.u64(timer.rng);
+        w.u8(phase.state.code());
+        w.u64(phase.epoch);
+        w.u64(since(now, phase.entered_at));
+        w.u64(phase.open_for);
+        w.u64(phase.cooldown);
+        w.u64(phase.rng);
         w.u32(probes.successes);
         w.u32(probes.judged);
         for counter in [stats.admitted].iter().chain(&stats.rejected).chain(&[
@@ -302,35 +240,26 @@ impl Breaker {
         ]) {
             w.u64(*counter);
         }
-        match last {
+        match stats.last {
             Some(t) => {
                 w.u8(1);
-                w.u8(code_of(&STATES, &t.from));
-                w.u8(code_of(&STATES, &t.to));
-                w.u8(code_of(&REASONS, &t.reason));
+                w.u8(t.from.code());
+                w.u8(t.to.code());
+                w.u8(t.reason.code());
                 w.u64(since(now, t.at));
                 w.u64(t.epoch);
             }
             None => w.u8(0),
         }
         self.window.encode(&mut w, now);
-        if w.overflow {
-            return Err(SnapshotError::BufferTooSmall);
-        }
-        let body = w.len;
-        let checksum = fnv1a(w.out.get(..body).unwrap_or_default());
-        w.u32(checksum);
-        if w.overflow {
-            return Err(SnapshotError::BufferTooSmall);
-        }
-        Ok(w.len)
+        w.seal().ok_or(SnapshotError::BufferTooSmall)
     }
 
     /// Replaces the state with one exported `elapsed` nanoseconds ago (by the exporter's
     /// reckoning), as of `now`. On error nothing changes. A breaker that has issued
     /// permits starts an epoch past both its own and the imported one, so none of those
     /// permits can count against the imported state; a fresh breaker takes the state
-    /// exactly.
+    /// exactly. Epochs above [`MAX_IMPORT_EPOCH`] are refused.
     pub fn import(
         &mut self,
         bytes: &[u8],
@@ -338,10 +267,7 @@ impl Breaker {
         now: Nanos,
     ) -> Result<(), SnapshotError> {
         let now = self.clock.peek(now);
-        let (body, checksum) = bytes
-            .split_last_chunk::<4>()
-            .ok_or(SnapshotError::Truncated)?;
-        let mut r = Reader { input: body };
+        let (mut r, intact) = Reader::open(bytes)?;
         if r.take::<3>().map_err(|_| SnapshotError::NotAState)? != MAGIC {
             return Err(SnapshotError::NotAState);
         }
@@ -349,7 +275,7 @@ impl Breaker {
         if version != VERSION {
             return Err(SnapshotError::UnsupportedVersion(version));
         }
-        if fnv1a(body) != u32::from_le_bytes(*checksum) {
+        if !intact {
             return Err(SnapshotError::Checksum);
         }
         let mut expected = [0u8; 11];
@@ -361,12 +287,12 @@ impl Breaker {
 
         // Instants are rebuilt as `now - (age + elapsed)` on our clock.
         let at_age = |age: Nanos| now.wrapping_sub(age.saturating_add(elapsed));
-        let state = decode_from(&STATES, r.u8()?, "state")?;
+        let state = decode(State::from_code, r.u8()?, "state")?;
         let epoch = r.u64()?;
-        if epoch > MAX_EPOCH {
+        if epoch > MAX_IMPORT_EPOCH {
             return Err(SnapshotError::Corrupt("epoch"));
         }
-        let timer = Timer {
+        let mut phase = Phase {
             state,
             epoch,
             entered_at: at_age(r.u64()?),
@@ -374,7 +300,7 @@ impl Breaker {
             cooldown: r.u64()?,
             rng: r.u64()?,
         };
-        if timer.open_for == 0 || timer.cooldown == 0 {
+        if phase.open_for == 0 || phase.cooldown == 0 {
             return Err(SnapshotError::Corrupt("cooldown"));
         }
         let mut probes = Probes::new();
@@ -397,31 +323,33 @@ impl Breaker {
         stats.last = match r.u8()? {
             0 => None,
             1 => Some(Transition {
-                from: decode_from(&STATES, r.u8()?, "last transition")?,
-                to: decode_from(&STATES, r.u8()?, "last transition")?,
-                reason: decode_from(&REASONS, r.u8()?, "last transition")?,
+                from: decode(State::from_code, r.u8()?, "last transition")?,
+                to: decode(State::from_code, r.u8()?, "last transition")?,
+                reason: decode(Reason::from_code, r.u8()?, "last transition")?,
                 at: at_age(r.u64()?),
                 epoch: r.u64()?,
             }),
             _ => return Err(SnapshotError::Corrupt("last transition")),
         };
+        if stats.last.is_some_and(|t| t.epoch > epoch) {
+            return Err(SnapshotError::Corrupt("last transition"));
+        }
         let window = self.window.decode(&mut r, now, elapsed)?;
-        if !r.input.is_empty() {
+        if !r.is_empty() {
             return Err(SnapshotError::TrailingBytes);
         }
 
         let mut clock = self.clock;
         clock.observe(now);
-        let mut timer = timer;
         if self.stats.admitted > 0 {
             // Permits this breaker issued must not count against the imported state:
             // start an epoch past both, so every one of them is stale.
-            timer.epoch = timer.epoch.max(self.timer.epoch).saturating_add(1);
+            phase.epoch = phase.epoch.max(self.phase.epoch).saturating_add(1);
         }
         *self = Breaker {
             config: self.config,
             clock,
-            timer,
+            phase,
             window,
             in_flight: InFlight::new(self.config.slow_call_duration, now),
             probes,

@@ -9,8 +9,8 @@
 //!   (with the bucket it landed in), never later.
 //! * [`CountWindow`]: the last N outcomes as two bitsets (fault, slow).
 
+use crate::codec::{Invalid, Reader, Writer};
 use crate::config::{Config, MAX_BUCKETS, MAX_WINDOW_CALLS};
-use crate::snapshot::{Reader, SnapshotError, Writer};
 use crate::time::{since, Nanos};
 
 /// Counts of outcomes that count: successes and faults (neutral outcomes never reach
@@ -92,7 +92,7 @@ impl Window {
         input: &mut Reader<'_>,
         now: Nanos,
         elapsed: Nanos,
-    ) -> Result<Self, SnapshotError> {
+    ) -> Result<Self, Invalid> {
         match self {
             Self::Time(w) => {
                 TimeWindow::decode(w.len, w.width, input, now, elapsed).map(Self::Time)
@@ -223,12 +223,12 @@ impl TimeWindow {
         input: &mut Reader<'_>,
         now: Nanos,
         elapsed: Nanos,
-    ) -> Result<Self, SnapshotError> {
+    ) -> Result<Self, Invalid> {
         let mut window = Self::new(len, width, now);
         let anchor_age = input.u64()?;
         if anchor_age >= width {
             // An exported window always has its anchor inside the newest bucket.
-            return Err(SnapshotError::Corrupt("window anchor"));
+            return Err(Invalid::Corrupt("window anchor"));
         }
         window.anchor = now.wrapping_sub(anchor_age.saturating_add(elapsed));
         let mut index = 0u8;
@@ -239,7 +239,7 @@ impl TimeWindow {
                 slow: input.u32()?,
             };
             if bucket.faults > bucket.calls || bucket.slow > bucket.calls {
-                return Err(SnapshotError::Corrupt("window bucket"));
+                return Err(Invalid::Corrupt("window bucket"));
             }
             if let Some(slot) = window.buckets.get_mut(usize::from(index)) {
                 *slot = bucket;
@@ -339,12 +339,12 @@ impl CountWindow {
         }
     }
 
-    fn decode(len: u16, input: &mut Reader<'_>) -> Result<Self, SnapshotError> {
+    fn decode(len: u16, input: &mut Reader<'_>) -> Result<Self, Invalid> {
         let mut window = Self::new(len);
         window.next = input.u16()?;
         window.filled = input.u16()?;
         if window.next >= len || window.filled > len {
-            return Err(SnapshotError::Corrupt("count window cursor"));
+            return Err(Invalid::Corrupt("count window cursor"));
         }
         let words = usize::from(len.div_ceil(64));
         for set in [&mut window.faults, &mut window.slow] {
@@ -360,14 +360,14 @@ impl CountWindow {
             if filled {
                 window.total.add(fault, slow);
             } else if fault || slow {
-                return Err(SnapshotError::Corrupt("count window bits"));
+                return Err(Invalid::Corrupt("count window bits"));
             }
             if fault && slow {
-                return Err(SnapshotError::Corrupt("count window bits"));
+                return Err(Invalid::Corrupt("count window bits"));
             }
         }
         if window.filled < len && window.next != window.filled {
-            return Err(SnapshotError::Corrupt("count window cursor"));
+            return Err(Invalid::Corrupt("count window cursor"));
         }
         Ok(window)
     }

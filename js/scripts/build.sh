@@ -12,9 +12,9 @@ if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $WASM_BIND
 fi
 
 cd "$ROOT"
-cargo build -p tripgate-wasm --target wasm32-unknown-unknown --release
+cargo build -p tripgate-wasm --target wasm32-unknown-unknown --profile wasm
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-WASM="$TARGET_DIR/wasm32-unknown-unknown/release/tripgate_wasm.wasm"
+WASM="$TARGET_DIR/wasm32-unknown-unknown/wasm/tripgate_wasm.wasm"
 
 for target in node web; do
   flag=$target

@@ -11,55 +11,55 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use serde_json::{Map, Value};
-use tripgate_core::{Config, GrpcSet, Metrics, RejectReason, StatusSet, MILLISECOND};
+use tripgate_core::{
+    Config, Field, FieldKind, GrpcSet, Metrics, Outcome, OutcomeKind, RejectReason, StatusSet,
+    MILLISECOND,
+};
 
-/// An outcome as a vector spells it; numbers are unvalidated so hosts can be fed bad ones.
+/// An outcome as a vector spells it (`success`, `status:503`, `grpc:14`, the core's
+/// [`OutcomeKind`] names); numbers are unvalidated so hosts can be fed bad ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VectorOutcome {
-    /// `success`
-    Success,
     /// `status:N`
     Status(u16),
     /// `grpc:N`
     Grpc(u8),
-    /// `timeout`
-    Timeout,
-    /// `connection-error`
-    ConnectionError,
-    /// `failure`
-    Failure,
-    /// `cancelled`
-    Cancelled,
-    /// `ignored`
-    Ignored,
+    /// A kind that carries no code (`success`, `timeout`, …).
+    Plain(OutcomeKind),
 }
 
 impl VectorOutcome {
     /// Parses `success`, `status:503`, `grpc:14`, ….
     pub fn parse(text: &str) -> Result<Self> {
-        let number = |prefix: &str| -> Result<Option<u64>> {
-            match text.strip_prefix(prefix) {
-                Some(n) => Ok(Some(
-                    n.parse().with_context(|| format!("bad outcome {text:?}"))?,
-                )),
-                None => Ok(None),
-            }
+        let (name, code) = match text.split_once(':') {
+            Some((name, code)) => (
+                name,
+                Some(
+                    code.parse::<u64>()
+                        .with_context(|| format!("bad outcome {text:?}"))?,
+                ),
+            ),
+            None => (text, None),
         };
-        if let Some(code) = number("status:")? {
-            return Ok(Self::Status(u16::try_from(code)?));
-        }
-        if let Some(code) = number("grpc:")? {
-            return Ok(Self::Grpc(u8::try_from(code)?));
-        }
-        Ok(match text {
-            "success" => Self::Success,
-            "timeout" => Self::Timeout,
-            "connection-error" => Self::ConnectionError,
-            "failure" => Self::Failure,
-            "cancelled" => Self::Cancelled,
-            "ignored" => Self::Ignored,
-            _ => bail!("unknown outcome {text:?}"),
+        let kind =
+            OutcomeKind::from_name(name).ok_or_else(|| anyhow!("unknown outcome {text:?}"))?;
+        Ok(match (kind, code) {
+            (OutcomeKind::Status, Some(code)) => Self::Status(u16::try_from(code)?),
+            (OutcomeKind::Grpc, Some(code)) => Self::Grpc(u8::try_from(code)?),
+            (kind, None) if Outcome::of_kind(kind).is_some() => Self::Plain(kind),
+            _ => bail!("bad outcome {text:?}"),
         })
+    }
+
+    /// The core's outcome, or the core's refusal of a status or code.
+    pub fn to_core(self) -> Result<Outcome, String> {
+        match self {
+            Self::Status(code) => Outcome::status(code).map_err(|e| e.to_string()),
+            Self::Grpc(code) => Outcome::grpc(code).map_err(|e| e.to_string()),
+            Self::Plain(kind) => {
+                Outcome::of_kind(kind).ok_or_else(|| format!("{kind} needs a code"))
+            }
+        }
     }
 }
 
@@ -93,8 +93,9 @@ pub trait Subject: Sized {
     /// The host's permit.
     type Permit;
 
-    /// Creates a breaker at `now`; on a bad config, `(field, message)`.
-    fn create(config: &Config, now: u64) -> Result<Self, (String, String)>;
+    /// Creates a breaker at `now` with the vector's fields (absent ones take the host's
+    /// defaults); on a bad config, `(field, message)`.
+    fn create(config: &VectorConfig, now: u64) -> Result<Self, (String, String)>;
     /// Acquires once.
     fn acquire(&mut self, now: u64) -> Result<(Decision<Self::Permit>, Vec<Step3>)>;
     /// Records an outcome. `Err` for an outcome the host refuses (bad status or code).
@@ -136,7 +137,7 @@ pub fn metric_map(m: &Metrics) -> BTreeMap<String, Value> {
     for reason in RejectReason::ALL {
         put(
             &format!("rejected-{}", reason.name()),
-            m.rejected(reason).into(),
+            m.rejected(*reason).into(),
         );
     }
     put("successes-total", m.successes_total.into());
@@ -201,76 +202,110 @@ fn ms(value: &Value, key: &str) -> Result<u64> {
         .ok_or_else(|| anyhow!("{key} overflows"))
 }
 
-/// The core config a vector's `config` object describes.
-pub fn core_config(json: &Map<String, Value>) -> Result<Config> {
-    let mut config = Config::default();
-    for (key, value) in json {
-        let int = || {
-            value
-                .as_u64()
-                .ok_or_else(|| anyhow!("{key} must be a whole number"))
-        };
-        let small = |max: u64| -> Result<u64> {
-            let n = int()?;
-            ensure!(n <= max, "{key} = {n} does not fit the field");
-            Ok(n)
-        };
-        let codes = || -> Result<Vec<u64>> {
-            value
-                .as_array()
-                .ok_or_else(|| anyhow!("{key} must be an array"))?
-                .iter()
-                .map(|v| {
-                    v.as_u64()
-                        .ok_or_else(|| anyhow!("{key} holds a non-number"))
-                })
-                .collect()
-        };
-        match key.as_str() {
-            "failure-threshold" => {
-                config.failure_threshold = u32::try_from(small(u32::MAX.into())?)?
-            }
-            "min-calls" => config.min_calls = u32::try_from(small(u32::MAX.into())?)?,
-            "failure-rate" => config.failure_rate = Some(u8::try_from(small(255)?)?),
-            "slow-call-rate" => config.slow_call_rate = Some(u8::try_from(small(255)?)?),
-            "slow-call-duration-ms" => config.slow_call_duration = Some(ms(value, key)?),
-            "window-ms" => config.window = ms(value, key)?,
-            "buckets" => config.buckets = u8::try_from(small(255)?)?,
-            "window-calls" => config.window_calls = Some(u16::try_from(small(u16::MAX.into())?)?),
-            "cooldown-ms" => config.cooldown = ms(value, key)?,
-            "backoff-factor" => {
-                config.backoff_factor = value
-                    .as_f64()
-                    .ok_or_else(|| anyhow!("{key} must be a number"))?
-            }
-            "max-cooldown-ms" => config.max_cooldown = Some(ms(value, key)?),
-            "jitter-percent" => config.jitter_percent = u8::try_from(small(255)?)?,
-            "jitter-seed" => config.jitter_seed = int()?,
-            "max-in-flight" => config.max_in_flight = Some(u32::try_from(small(u32::MAX.into())?)?),
-            "half-open-max-probes" => config.half_open_max_probes = u8::try_from(small(255)?)?,
-            "half-open-required-successes" => {
-                config.half_open_required_successes = u32::try_from(small(u32::MAX.into())?)?
-            }
-            "half-open-success-rate" => {
-                config.half_open_success_rate = Some(u8::try_from(small(255)?)?)
-            }
-            "probe-timeout-ms" => config.probe_timeout = ms(value, key)?,
-            "fault-statuses" => {
-                config.fault_statuses =
-                    codes()?.into_iter().try_fold(StatusSet::EMPTY, |set, c| {
-                        Ok::<_, anyhow::Error>(set.with(u16::try_from(c)?))
-                    })?
-            }
-            "fault-grpc-codes" => {
-                config.fault_grpc_codes =
-                    codes()?.into_iter().try_fold(GrpcSet::EMPTY, |set, c| {
-                        Ok::<_, anyhow::Error>(set.with(u8::try_from(c)?))
-                    })?
-            }
-            other => bail!("unknown config key {other:?}"),
+/// A value a vector gives a config field, in the core's units (durations in ns).
+#[derive(Clone, Debug, PartialEq)]
+pub enum FieldValue {
+    /// A count, a percentage, a duration or the seed.
+    Number(u64),
+    /// The backoff factor.
+    Factor(f64),
+    /// A list of HTTP statuses or gRPC codes, unvalidated (hosts must refuse bad ones).
+    Codes(Vec<u64>),
+}
+
+/// A vector's `config`: the fields it sets, by the core's [`Field`] table. Fields it does
+/// not name are absent, and each host must apply its own defaults to them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VectorConfig {
+    /// The fields set, in the vector's order.
+    pub fields: Vec<(Field, FieldValue)>,
+}
+
+impl VectorConfig {
+    /// Reads a vector's `config` object: keys are the core's field names, durations with
+    /// an `-ms` suffix in whole milliseconds.
+    pub fn parse(json: &Map<String, Value>) -> Result<Self> {
+        let mut fields = Vec::new();
+        for (key, value) in json {
+            let name = key.strip_suffix("-ms").unwrap_or(key);
+            let field = Field::from_name(name)
+                .filter(|f| (f.kind() == FieldKind::Duration) == (name != key))
+                .ok_or_else(|| anyhow!("unknown config key {key:?}"))?;
+            let int = || {
+                value
+                    .as_u64()
+                    .ok_or_else(|| anyhow!("{key} must be a whole number"))
+            };
+            let value = match field.kind() {
+                FieldKind::Duration => FieldValue::Number(ms(value, key)?),
+                FieldKind::Count | FieldKind::Percent | FieldKind::Seed => {
+                    FieldValue::Number(int()?)
+                }
+                FieldKind::Factor => FieldValue::Factor(
+                    value
+                        .as_f64()
+                        .ok_or_else(|| anyhow!("{key} must be a number"))?,
+                ),
+                FieldKind::Statuses | FieldKind::GrpcCodes => FieldValue::Codes(
+                    value
+                        .as_array()
+                        .ok_or_else(|| anyhow!("{key} must be an array"))?
+                        .iter()
+                        .map(|v| {
+                            v.as_u64()
+                                .ok_or_else(|| anyhow!("{key} holds a non-number"))
+                        })
+                        .collect::<Result<_>>()?,
+                ),
+            };
+            fields.push((field, value));
         }
+        Ok(Self { fields })
     }
-    Ok(config)
+
+    /// The value the vector gives `field`, if any.
+    pub fn get(&self, field: Field) -> Option<&FieldValue> {
+        self.fields
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map(|(_, v)| v)
+    }
+
+    /// The core config: the defaults, with every field the vector sets. A code outside
+    /// its range is an error naming the field (as the component and the JS package refuse
+    /// it), not dropped from the set.
+    pub fn to_core(&self) -> Result<Config, tripgate_core::ConfigError> {
+        let mut config = Config::default();
+        for (field, value) in &self.fields {
+            let list_error = || tripgate_core::ConfigError {
+                field: *field,
+                rule: tripgate_core::Rule::List,
+            };
+            match value {
+                FieldValue::Number(n) => config.set(*field, *n)?,
+                FieldValue::Factor(f) => config.backoff_factor = *f,
+                FieldValue::Codes(codes) if *field == Field::FaultStatuses => {
+                    config.fault_statuses = codes.iter().try_fold(StatusSet::EMPTY, |set, &c| {
+                        u16::try_from(c)
+                            .ok()
+                            .filter(|&c| tripgate_core::HttpStatus::new(c).is_ok())
+                            .map(|c| set.with(c))
+                            .ok_or_else(list_error)
+                    })?
+                }
+                FieldValue::Codes(codes) => {
+                    config.fault_grpc_codes = codes.iter().try_fold(GrpcSet::EMPTY, |set, &c| {
+                        u8::try_from(c)
+                            .ok()
+                            .filter(|&c| tripgate_core::GrpcCode::new(c).is_ok())
+                            .map(|c| set.with(c))
+                            .ok_or_else(list_error)
+                    })?
+                }
+            }
+        }
+        Ok(config)
+    }
 }
 
 fn transitions_of(expect: &Value) -> Result<Vec<Step3>> {
@@ -297,7 +332,7 @@ pub fn run_vector<S: Subject>(vector: &Value) -> Result<()> {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let config = core_config(&config_json)?;
+    let config = VectorConfig::parse(&config_json)?;
     if let Some(want) = vector.get("config-error") {
         return match S::create(&config, 0) {
             Ok(_) => bail!("config was accepted; expected an error"),
@@ -350,7 +385,7 @@ pub fn run_vector<S: Subject>(vector: &Value) -> Result<()> {
 
 fn run_step<S: Subject>(
     subject: &mut S,
-    config: &Config,
+    config: &VectorConfig,
     step: &Value,
     expect: &Value,
     at: u64,

@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 use serde_json::Value;
-use tripgate_core::{Breaker, Config, Outcome, Permit, Transitions, MAX_EXPORT_LEN};
+use tripgate_core::{Breaker, Permit, Transitions, MAX_EXPORT_LEN};
 use tripgate_vectors::{
-    metric_map, run_all, Decision, RecordReport, Step3, Subject, VectorOutcome,
+    metric_map, run_all, Decision, RecordReport, Step3, Subject, VectorConfig, VectorOutcome,
 };
 
 struct Native(Breaker);
@@ -24,25 +24,13 @@ fn steps(transitions: &Transitions) -> Vec<Step3> {
         .collect()
 }
 
-fn outcome(outcome: VectorOutcome) -> Result<Outcome, String> {
-    let outcome = match outcome {
-        VectorOutcome::Success => Outcome::Success,
-        VectorOutcome::Status(code) => Outcome::status(code).map_err(|e| e.to_string())?,
-        VectorOutcome::Grpc(code) => Outcome::grpc(code).map_err(|e| e.to_string())?,
-        VectorOutcome::Timeout => Outcome::Timeout,
-        VectorOutcome::ConnectionError => Outcome::ConnectionError,
-        VectorOutcome::Failure => Outcome::Failure,
-        VectorOutcome::Cancelled => Outcome::Cancelled,
-        VectorOutcome::Ignored => Outcome::Ignored,
-    };
-    Ok(outcome)
-}
-
 impl Subject for Native {
     type Permit = Permit;
 
-    fn create(config: &Config, now: u64) -> Result<Self, (String, String)> {
-        Breaker::new(*config, now)
+    fn create(config: &VectorConfig, now: u64) -> Result<Self, (String, String)> {
+        config
+            .to_core()
+            .and_then(|config| Breaker::new(config, now))
             .map(Native)
             .map_err(|e| (e.field.name().to_string(), e.to_string()))
     }
@@ -68,7 +56,7 @@ impl Subject for Native {
         vector: VectorOutcome,
         now: u64,
     ) -> Result<RecordReport, String> {
-        let recorded = self.0.record(permit, outcome(vector)?, now);
+        let recorded = self.0.record(permit, vector.to_core()?, now);
         Ok(RecordReport {
             class: format!("{:?}", recorded.class).to_lowercase(),
             slow: recorded.slow,

@@ -1,0 +1,72 @@
+//! What the breaker counts: the lifetime counters it keeps, and the snapshot it hands
+//! to dashboards and exporters.
+
+use crate::rejection::RejectReason;
+use crate::state::State;
+use crate::time::Nanos;
+use crate::transition::Transition;
+use crate::window::Tally;
+
+/// How many rejection reasons there are (the length of [`Metrics::rejected_total`]).
+pub const REJECT_REASONS: usize = RejectReason::ALL.len();
+
+/// A point-in-time view for dashboards and exporters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Metrics {
+    /// Effective state at the time asked.
+    pub state: State,
+    /// Effective epoch.
+    pub epoch: u64,
+    /// Calls, faults and slow calls in the window.
+    pub window: Tally,
+    /// Normal calls of this epoch still out.
+    pub in_flight: u32,
+    /// Of those, out for longer than `slow-call-duration`.
+    pub hung: u32,
+    /// Probes out.
+    pub probes_out: u8,
+    /// Calls admitted since creation.
+    pub admitted_total: u64,
+    /// Rejections since creation, indexed by [`RejectReason::code`].
+    pub rejected_total: [u64; REJECT_REASONS],
+    /// Outcomes counted as successes since creation.
+    pub successes_total: u64,
+    /// Outcomes counted as faults since creation (probe timeouts included).
+    pub faults_total: u64,
+    /// Outcomes that arrived with a stale permit.
+    pub stale_total: u64,
+    /// Transitions since creation.
+    pub transitions_total: u64,
+    /// Time since the last transition (or creation).
+    pub time_in_state: Nanos,
+    /// Remaining cooldown when open, else 0.
+    pub cooldown_remaining: Nanos,
+    /// The most recent transition.
+    pub last_transition: Option<Transition>,
+}
+
+impl Metrics {
+    /// Rejections for one reason.
+    pub fn rejected(&self, reason: RejectReason) -> u64 {
+        self.rejected_total
+            .get(usize::from(reason.code()))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// Lifetime counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stats {
+    pub(crate) admitted: u64,
+    pub(crate) rejected: [u64; REJECT_REASONS],
+    pub(crate) successes: u64,
+    pub(crate) faults: u64,
+    pub(crate) stale: u64,
+    pub(crate) transitions: u64,
+    pub(crate) last: Option<Transition>,
+}
+
+pub(crate) fn bump(counter: &mut u64) {
+    *counter = counter.saturating_add(1);
+}

@@ -1,0 +1,156 @@
+//! Where the breaker is now: which state, since when, in which epoch, and how long the
+//! current opening lasts. This is the part of the state machine that time alone moves,
+//! and the one place a [`Transition`] is made.
+//!
+//! Kept apart from the counters so that a read (`state`, `metrics`) can copy it and play
+//! time forward without touching the breaker: an `open` breaker whose cooldown has passed
+//! *reads* `half-open` at once, and the transition is made for real, with the instant it
+//! actually became due, by the next call that changes anything.
+
+use crate::config::Config;
+use crate::state::State;
+use crate::time::{since, Nanos};
+use crate::transition::{Reason, Transition};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Phase {
+    pub(crate) state: State,
+    pub(crate) epoch: u64,
+    /// Instant the current state began.
+    pub(crate) entered_at: Nanos,
+    /// Length of the current opening (cooldown after backoff and jitter).
+    pub(crate) open_for: Nanos,
+    /// Cooldown after backoff, before jitter; back to the configured one on closing.
+    pub(crate) cooldown: Nanos,
+    /// Jitter generator state (SplitMix64), advanced once per opening.
+    pub(crate) rng: u64,
+}
+
+impl Phase {
+    pub(crate) fn new(config: &Config, now: Nanos) -> Self {
+        Self {
+            state: State::Closed,
+            epoch: 0,
+            entered_at: now,
+            open_for: config.cooldown,
+            cooldown: config.cooldown,
+            rng: config.jitter_seed,
+        }
+    }
+
+    /// The transition that time alone has made due by `now`, with the instant it fell due.
+    /// `oldest_probe` is the start of the longest-outstanding probe, if any.
+    #[inline]
+    pub(crate) fn due(
+        &self,
+        now: Nanos,
+        oldest_probe: Option<Nanos>,
+        config: &Config,
+    ) -> Option<(State, Reason, Nanos)> {
+        match self.state {
+            State::Open if since(now, self.entered_at) >= self.open_for => Some((
+                State::HalfOpen,
+                Reason::CooldownElapsed,
+                self.entered_at.wrapping_add(self.open_for),
+            )),
+            State::HalfOpen => oldest_probe
+                .filter(|&start| since(now, start) >= config.probe_timeout)
+                .map(|start| {
+                    (
+                        State::Open,
+                        Reason::ProbeTimeout,
+                        start.wrapping_add(config.probe_timeout),
+                    )
+                }),
+            _ => None,
+        }
+    }
+
+    /// Time left in the current opening at `now` (0 once it is over).
+    pub(crate) fn remaining(&self, now: Nanos) -> Nanos {
+        self.open_for.saturating_sub(since(now, self.entered_at))
+    }
+
+    /// Moves to `to` at `at`, for `reason`: a new epoch, and for `open` a new cooldown
+    /// (backed off when a probe round failed, then jittered).
+    pub(crate) fn enter(
+        &mut self,
+        to: State,
+        reason: Reason,
+        at: Nanos,
+        config: &Config,
+    ) -> Transition {
+        match to {
+            State::Open => {
+                if self.state == State::HalfOpen {
+                    self.cooldown = backoff(self.cooldown, config);
+                }
+                self.open_for = self.jittered(config);
+            }
+            State::Closed => self.cooldown = config.cooldown,
+            _ => {}
+        }
+        self.switch(to, reason, at)
+    }
+
+    /// Opens for exactly `open_for` from `at`, without backoff or jitter: an imported
+    /// state whose probes are still out waits for them, and that is no failed round.
+    pub(crate) fn restore_open(&mut self, at: Nanos, open_for: Nanos) -> Transition {
+        self.open_for = open_for;
+        self.switch(State::Open, Reason::Restored, at)
+    }
+
+    /// Every transition is made here.
+    fn switch(&mut self, to: State, reason: Reason, at: Nanos) -> Transition {
+        let from = self.state;
+        self.state = to;
+        self.epoch = self.epoch.wrapping_add(1);
+        self.entered_at = at;
+        Transition {
+            from,
+            to,
+            reason,
+            at,
+            epoch: self.epoch,
+        }
+    }
+
+    fn jittered(&mut self, config: &Config) -> Nanos {
+        if config.jitter_percent == 0 {
+            return self.cooldown;
+        }
+        let draw = splitmix64(&mut self.rng) >> 32; // uniform in [0, 2^32)
+        let extra = u128::from(self.cooldown)
+            .saturating_mul(u128::from(config.jitter_percent))
+            .saturating_mul(u128::from(draw))
+            .checked_shr(32)
+            .unwrap_or(0)
+            .checked_div(100)
+            .unwrap_or(0);
+        self.cooldown
+            .saturating_add(u64::try_from(extra).unwrap_or(u64::MAX))
+    }
+}
+
+/// The next cooldown after a re-open from half-open.
+fn backoff(cooldown: Nanos, config: &Config) -> Nanos {
+    // `as` from f64 saturates, and the product of two finite positive numbers is finite
+    // or +inf, so this never wraps.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    let grown = (cooldown as f64 * config.backoff_factor) as u64;
+    let grown = grown.max(cooldown);
+    config.max_cooldown.map_or(grown, |max| grown.min(max))
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014): one multiply-xorshift step per draw.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

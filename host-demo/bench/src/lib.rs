@@ -1,0 +1,1 @@
+//! Benchmarks only: `cargo bench -p tripgate-wasmtime-bench` (see `benches/`).

@@ -1,0 +1,752 @@
+//! # tripgate-wasmtime: tripgate's component in wasmtime
+//!
+//! Loads the tripgate component (built from `component/` and embedded in this crate at
+//! build time) in wasmtime and gives Rust services a breaker they can share between
+//! threads:
+//!
+//! ```no_run
+//! use tripgate_wasmtime::{Config, Outcome, Runtime};
+//! use std::time::Duration;
+//!
+//! # fn main() -> anyhow::Result<()> {
+//! // Compile the component once per process; breakers are cheap after that.
+//! let runtime = Runtime::new()?;
+//! let breaker = runtime.breaker(&Config { failure_threshold: 3, ..Config::default() })?;
+//!
+//! // Two steps: acquire a permit, make the call, record its outcome.
+//! match breaker.acquire()?.decision {
+//!     Ok(permit) => {
+//!         let status = 503; // ... make the call ...
+//!         permit.record(Outcome::Status(status))?;
+//!     }
+//!     Err(rejection) => println!("not now: retry in {} ns", rejection.retry_after),
+//! }
+//!
+//! // Or one: run a closure with a timeout, classify its result, fall back when rejected
+//! // or failed.
+//! let body = breaker
+//!     .call(Duration::from_secs(2), || std::fs::read_to_string("/etc/hostname"))
+//!     .unwrap_or_else(|_| Ok(String::from("fallback")));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! * [`Runtime`]: the engine and the compiled component, loaded once and shared (clone
+//!   it freely).
+//! * [`Instance`]: one instance of the component (a wasmtime `Store` behind a mutex) that
+//!   holds any number of breakers. [`Runtime::breaker`] gives each breaker its own
+//!   instance, so breakers never contend for a lock.
+//! * [`Breaker`]: `Send + Sync` and cheap to clone. [`Permit`] releases itself as
+//!   `cancelled` when dropped without an outcome.
+//! * [`Breaker::call`] / `Breaker::call_async` (feature `tokio`): the guarded call, with
+//!   a per-call timeout, classification ([`Classify`]) and a [`CallError`] to fall back
+//!   on.
+//! * [`Registry`]: named breakers, one per upstream.
+//!
+//! Time comes from a [`Clock`]: [`MonotonicClock`] (`Instant`) by default, a [`FakeClock`]
+//! in tests ([`Runtime::with_clock`]). Every decision is made inside the component by
+//! `tripgate-core`; this crate only moves values across the boundary.
+
+#![deny(missing_docs)]
+
+mod call;
+mod config;
+mod registry;
+
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use anyhow::{anyhow, Context, Result};
+use wasmtime::component::{Component, Linker, ResourceAny};
+use wasmtime::{Engine, ResourceLimiter, Store};
+
+pub use call::{CallError, Classify, Status};
+pub use config::ConfigError;
+pub use registry::Registry;
+pub use tripgate_core::{
+    Clock, Config, FakeClock, GrpcSet, MonotonicClock, StatusSet, MILLISECOND, SECOND,
+};
+
+/// The code `bindgen!` generates from `wit/breaker.wit` (its docs are the WIT's).
+#[allow(missing_docs)]
+pub mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "tripgate",
+        additional_derives: [PartialEq],
+    });
+}
+
+/// The WIT interface's types, as `bindgen!` names them.
+pub use bindings::exports::tripgate::breaker::circuit_breaker as wit;
+pub use wit::{
+    Class, Metrics, Outcome, RawPermit, Reason, RejectReason, Rejection, SnapshotError, State,
+    Tally, Transition,
+};
+
+/// The tripgate component this crate was built with (`wit/breaker.wit`'s `tripgate`
+/// world, no imports), for hosts that want the bytes themselves.
+pub const COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tripgate_component.wasm"));
+
+/// The wasmtime engine and the compiled component, shared by every instance. Cloning is
+/// a reference-count increment.
+#[derive(Clone)]
+pub struct Runtime {
+    shared: Arc<RuntimeShared>,
+}
+
+struct RuntimeShared {
+    engine: Engine,
+    pre: bindings::TripgatePre<HostState>,
+    clock: Arc<dyn Clock + Send + Sync>,
+    memory_limit: usize,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime").finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Compiles the embedded [`COMPONENT`].
+    pub fn new() -> Result<Self> {
+        Self::from_bytes(COMPONENT)
+    }
+
+    /// Loads and compiles a build of the component from `path` (one you built or
+    /// received yourself; it must export the same world).
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("reading the tripgate component at {}", path.display()))?;
+        Self::from_bytes(&bytes)
+    }
+
+    /// Compiles the component from its bytes. The world imports nothing, so the linker
+    /// is empty: no WASI.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let engine = Engine::default();
+        let component = Component::new(&engine, bytes)
+            .map_err(anyhow::Error::from)
+            .context("compiling the tripgate component")?;
+        let linker = Linker::<HostState>::new(&engine);
+        let pre = bindings::TripgatePre::new(linker.instantiate_pre(&component)?)?;
+        Ok(Self {
+            shared: Arc::new(RuntimeShared {
+                engine,
+                pre,
+                clock: Arc::new(MonotonicClock::new()),
+                memory_limit: 256 << 20,
+            }),
+        })
+    }
+
+    /// The same compiled component with another clock for the instances made from the
+    /// result (tests pass an `Arc<FakeClock>`).
+    pub fn with_clock(&self, clock: Arc<dyn Clock + Send + Sync>) -> Self {
+        Self {
+            shared: Arc::new(RuntimeShared {
+                engine: self.shared.engine.clone(),
+                pre: self.shared.pre.clone(),
+                clock,
+                memory_limit: self.shared.memory_limit,
+            }),
+        }
+    }
+
+    /// The clock breakers made from this runtime read.
+    pub fn clock(&self) -> &Arc<dyn Clock + Send + Sync> {
+        &self.shared.clock
+    }
+
+    /// A fresh instance of the component, for any number of breakers that share its
+    /// memory and its lock.
+    pub fn instantiate(&self) -> Result<Instance> {
+        let mut store = Store::new(
+            &self.shared.engine,
+            HostState {
+                memory_bytes: 0,
+                memory_limit: self.shared.memory_limit,
+            },
+        );
+        store.limiter(|state| state);
+        let bindings = self.shared.pre.instantiate(&mut store)?;
+        Ok(Instance {
+            shared: Arc::new(InstanceShared {
+                guest: Mutex::new(Guest { store, bindings }),
+                clock: Arc::clone(&self.shared.clock),
+            }),
+        })
+    }
+
+    /// A breaker in an instance of its own.
+    pub fn breaker(&self, config: &Config) -> Result<Breaker> {
+        self.instantiate()?.breaker(config)
+    }
+}
+
+/// The store's data: tracks the instance's linear memory so tests can count bytes, and
+/// caps it so a runaway guest cannot take the host's memory.
+struct HostState {
+    memory_bytes: usize,
+    memory_limit: usize,
+}
+
+impl ResourceLimiter for HostState {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = desired <= self.memory_limit;
+        if allowed {
+            self.memory_bytes = desired;
+        }
+        Ok(allowed)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 1 << 20)
+    }
+}
+
+/// What the mutex guards: the store and the instance's exports.
+struct Guest {
+    store: Store<HostState>,
+    bindings: bindings::Tripgate,
+}
+
+impl Guest {
+    /// The breaker resource's functions and the store, borrowed apart.
+    fn breakers(&mut self) -> (wit::GuestBreaker<'_>, &mut Store<HostState>) {
+        let api = self.bindings.tripgate_breaker_circuit_breaker().breaker();
+        (api, &mut self.store)
+    }
+
+    /// The permit resource's functions and the store, borrowed apart.
+    fn permits(&mut self) -> (wit::GuestPermit<'_>, &mut Store<HostState>) {
+        let api = self.bindings.tripgate_breaker_circuit_breaker().permit();
+        (api, &mut self.store)
+    }
+}
+
+struct InstanceShared {
+    guest: Mutex<Guest>,
+    clock: Arc<dyn Clock + Send + Sync>,
+}
+
+impl InstanceShared {
+    /// The guest, even if a thread panicked while holding it: every guest call is
+    /// atomic from the host's view, so the state is never half-updated.
+    fn lock(&self) -> MutexGuard<'_, Guest> {
+        self.guest
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// One instance of the component. Clone it to share; breakers made from it share its
+/// memory and its lock.
+#[derive(Clone)]
+pub struct Instance {
+    shared: Arc<InstanceShared>,
+}
+
+impl fmt::Debug for Instance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Instance").finish_non_exhaustive()
+    }
+}
+
+impl Instance {
+    /// A new breaker in this instance, created now. A bad config is a [`ConfigError`]
+    /// naming the field (`failure-threshold must be >= 1`).
+    pub fn breaker(&self, config: &Config) -> Result<Breaker> {
+        self.breaker_from_wit(&config::to_wit(config))
+    }
+
+    /// A new breaker from the WIT `config` record, whose fields are all optional
+    /// (`None` takes the default): for configs read from files or other hosts.
+    pub fn breaker_from_wit(&self, wit_config: &wit::Config) -> Result<Breaker> {
+        let now = self.shared.clock.now();
+        let created = {
+            let mut guest = self.shared.lock();
+            let (api, store) = guest.breakers();
+            api.call_create(store, wit_config, now)?
+        };
+        let resource = created.map_err(ConfigError::from)?;
+        Ok(Breaker {
+            shared: Arc::new(BreakerShared {
+                instance: Arc::clone(&self.shared),
+                resource,
+                listener: RwLock::new(None),
+            }),
+        })
+    }
+
+    /// Bytes of linear memory the instance has grown to.
+    pub fn memory_bytes(&self) -> usize {
+        self.shared.lock().store.data().memory_bytes
+    }
+}
+
+/// A transition listener (see [`Breaker::on_transition`]).
+type Listener = Arc<dyn Fn(&Transition) + Send + Sync>;
+
+struct BreakerShared {
+    instance: Arc<InstanceShared>,
+    resource: ResourceAny,
+    listener: RwLock<Option<Listener>>,
+}
+
+impl BreakerShared {
+    fn now(&self) -> u64 {
+        self.instance.clock.now()
+    }
+
+    /// Tells the listener, if any, about `transitions` (after the guest's lock is released,
+    /// so the listener may call the breaker).
+    fn notify(&self, transitions: &[Transition]) {
+        if transitions.is_empty() {
+            return;
+        }
+        let listener = self
+            .listener
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        if let Some(listener) = listener {
+            transitions.iter().for_each(|t| listener(t));
+        }
+    }
+
+    /// Runs `f` on the locked guest with this breaker's resource.
+    fn with<T>(
+        &self,
+        f: impl FnOnce(
+            &wit::GuestBreaker<'_>,
+            &mut Store<HostState>,
+            ResourceAny,
+        ) -> wasmtime::Result<T>,
+    ) -> Result<T> {
+        let mut guest = self.instance.lock();
+        let (api, store) = guest.breakers();
+        Ok(f(&api, store, self.resource)?)
+    }
+}
+
+impl Drop for BreakerShared {
+    fn drop(&mut self) {
+        let mut guest = self.instance.lock();
+        // Permits still out keep the guest's breaker alive until they are dropped too.
+        let _ = self.resource.resource_drop(&mut guest.store);
+    }
+}
+
+/// A circuit breaker inside the component. `Send + Sync`; clones share one breaker.
+#[derive(Clone)]
+pub struct Breaker {
+    shared: Arc<BreakerShared>,
+}
+
+impl fmt::Debug for Breaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Breaker").finish_non_exhaustive()
+    }
+}
+
+/// What [`Breaker::acquire`] decided.
+#[derive(Debug)]
+#[must_use = "an admitted call's permit must be recorded"]
+pub struct Admission {
+    /// A permit, or why not.
+    pub decision: Result<Permit, Rejection>,
+    /// Transitions this call caused, oldest first.
+    pub transitions: Vec<Transition>,
+}
+
+/// What [`Breaker::acquire_raw`] decided.
+#[derive(Debug)]
+pub struct RawAdmission {
+    /// A raw permit, or why not.
+    pub decision: Result<RawPermit, Rejection>,
+    /// Transitions this call caused, oldest first.
+    pub transitions: Vec<Transition>,
+}
+
+/// What recording an outcome did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded {
+    /// How the breaker classified the outcome.
+    pub class: Class,
+    /// A success slower than `slow-call-duration`.
+    pub slow: bool,
+    /// The permit was from an earlier epoch: nothing was counted.
+    pub stale: bool,
+    /// Transitions this call caused, oldest first.
+    pub transitions: Vec<Transition>,
+}
+
+impl From<wit::Recorded> for Recorded {
+    fn from(r: wit::Recorded) -> Self {
+        Self {
+            class: r.class,
+            slow: r.slow,
+            stale: r.stale,
+            transitions: r.transitions,
+        }
+    }
+}
+
+/// An outcome the breaker refused (an invalid status or gRPC code, a permit from another
+/// breaker). Nothing was counted. The `Display` text is the core's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordError(pub wit::RecordError);
+
+impl fmt::Display for RecordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            wit::RecordError::InvalidStatus(code) => {
+                write!(f, "{}", tripgate_core::OutcomeError::Status(code))
+            }
+            wit::RecordError::InvalidGrpcCode(code) => {
+                write!(f, "{}", tripgate_core::OutcomeError::GrpcCode(code))
+            }
+            wit::RecordError::ForeignPermit => {
+                f.write_str("the permit was issued by another breaker")
+            }
+            wit::RecordError::MalformedPermit => write!(f, "{}", tripgate_core::MalformedPermit),
+        }
+    }
+}
+
+impl std::error::Error for RecordError {}
+
+impl Breaker {
+    fn now(&self) -> u64 {
+        self.shared.now()
+    }
+
+    /// Runs `f` on the locked guest with this breaker's resource and the clock's `now`.
+    fn with<T>(
+        &self,
+        f: impl FnOnce(
+            &wit::GuestBreaker<'_>,
+            &mut Store<HostState>,
+            ResourceAny,
+            u64,
+        ) -> wasmtime::Result<T>,
+    ) -> Result<T> {
+        let now = self.now();
+        self.shared.with(|api, store, me| f(api, store, me, now))
+    }
+
+    /// Admits a call or turns it away, at the clock's `now`.
+    pub fn acquire(&self) -> Result<Admission> {
+        let admission = self.with(|api, store, me, now| api.call_acquire(store, me, now))?;
+        self.shared.notify(&admission.transitions);
+        Ok(Admission {
+            decision: admission.decision.map(|resource| Permit {
+                breaker: Arc::clone(&self.shared),
+                resource: Some(resource),
+            }),
+            transitions: admission.transitions,
+        })
+    }
+
+    /// [`Self::acquire`] with a plain-number permit: no resource to create and drop, but
+    /// nothing stops a copy or a forgotten outcome (see [`RawPermit`]).
+    pub fn acquire_raw(&self) -> Result<RawAdmission> {
+        let admission = self.with(|api, store, me, now| api.call_acquire_raw(store, me, now))?;
+        self.shared.notify(&admission.transitions);
+        Ok(RawAdmission {
+            decision: admission.decision,
+            transitions: admission.transitions,
+        })
+    }
+
+    /// Records a raw permit's outcome. An invalid outcome is a [`RecordError`] and the
+    /// raw permit stays out.
+    pub fn record_raw(&self, permit: RawPermit, outcome: Outcome) -> Result<Recorded> {
+        let recorded =
+            self.with(|api, store, me, now| api.call_record_raw(store, me, permit, outcome, now))?;
+        let recorded = recorded.map_err(RecordError)?;
+        self.shared.notify(&recorded.transitions);
+        Ok(recorded.into())
+    }
+
+    /// The effective state now.
+    pub fn state(&self) -> Result<State> {
+        self.with(|api, store, me, now| api.call_state(store, me, now))
+    }
+
+    /// Counters and state now.
+    pub fn metrics(&self) -> Result<Metrics> {
+        self.with(|api, store, me, now| api.call_metrics(store, me, now))
+    }
+
+    /// Forces the breaker open until [`Self::release`].
+    pub fn isolate(&self) -> Result<Vec<Transition>> {
+        self.manual(|api, store, me, now| api.call_isolate(store, me, now))
+    }
+
+    /// Closes an isolated or disabled breaker.
+    pub fn release(&self) -> Result<Vec<Transition>> {
+        self.manual(|api, store, me, now| api.call_release(store, me, now))
+    }
+
+    /// Admits everything and never trips, still measuring, until [`Self::release`].
+    pub fn disable(&self) -> Result<Vec<Transition>> {
+        self.manual(|api, store, me, now| api.call_disable(store, me, now))
+    }
+
+    /// Back to closed with an empty window; every permit out becomes stale.
+    pub fn reset(&self) -> Result<Vec<Transition>> {
+        self.manual(|api, store, me, now| api.call_reset(store, me, now))
+    }
+
+    /// A manual operation, its transitions told to the listener.
+    fn manual(
+        &self,
+        op: impl FnOnce(
+            &wit::GuestBreaker<'_>,
+            &mut Store<HostState>,
+            ResourceAny,
+            u64,
+        ) -> wasmtime::Result<Vec<Transition>>,
+    ) -> Result<Vec<Transition>> {
+        let transitions = self.with(op)?;
+        self.shared.notify(&transitions);
+        Ok(transitions)
+    }
+
+    /// Calls `listener` with every transition this breaker reports from now on, from
+    /// whichever call caused it (`acquire`, a record, a dropped permit, a manual
+    /// operation, `call`), after the call: no polling, and the listener may use the
+    /// breaker (a listener that owns a clone of the breaker keeps it alive). Replaces any
+    /// earlier listener. For logs, events and metrics exporters.
+    pub fn on_transition(&self, listener: impl Fn(&Transition) + Send + Sync + 'static) {
+        *self
+            .shared
+            .listener
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Arc::new(listener));
+    }
+
+    /// The state as compact bytes, instants relative to now.
+    pub fn export_state(&self) -> Result<Vec<u8>> {
+        Ok(self.with(|api, store, me, now| api.call_export_state(store, me, now))??)
+    }
+
+    /// Replaces the state with exported bytes; `elapsed` ns passed since the export. Bad
+    /// bytes are a [`SnapshotError`] and change nothing.
+    pub fn import_state(&self, bytes: &[u8], elapsed: u64) -> Result<()> {
+        Ok(self
+            .with(|api, store, me, now| api.call_import_state(store, me, bytes, elapsed, now))??)
+    }
+}
+
+/// Admission for one call. Record it once with [`Permit::record`]; dropping it instead
+/// releases it as `cancelled` (counts as nothing).
+pub struct Permit {
+    breaker: Arc<BreakerShared>,
+    /// `None` once recorded.
+    resource: Option<ResourceAny>,
+}
+
+impl fmt::Debug for Permit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Permit").finish_non_exhaustive()
+    }
+}
+
+impl Permit {
+    fn resource(&self) -> Result<ResourceAny> {
+        self.resource
+            .ok_or_else(|| anyhow!("permit already recorded"))
+    }
+
+    fn ask<T>(
+        &self,
+        f: impl FnOnce(&wit::GuestPermit<'_>, &mut Store<HostState>, ResourceAny) -> wasmtime::Result<T>,
+    ) -> Result<T> {
+        let resource = self.resource()?;
+        let mut guest = self.breaker.instance.lock();
+        let (api, store) = guest.permits();
+        Ok(f(&api, store, resource)?)
+    }
+
+    /// Whether this call is a half-open probe.
+    pub fn is_probe(&self) -> Result<bool> {
+        self.ask(|api, store, me| api.call_is_probe(store, me))
+    }
+
+    /// The epoch the permit was issued in.
+    pub fn epoch(&self) -> Result<u64> {
+        self.ask(|api, store, me| api.call_epoch(store, me))
+    }
+
+    /// Hands the permit back with its call's outcome, at the clock's `now`.
+    pub fn record(mut self, outcome: Outcome) -> Result<Recorded> {
+        let resource = self.take()?;
+        deliver(&self.breaker, resource, outcome)
+    }
+
+    /// Hands the permit to `breaker` (normally the one that issued it; any other refuses
+    /// it with [`RecordError`] `foreign-permit` and releases it on its own breaker).
+    pub fn record_on(mut self, breaker: &Breaker, outcome: Outcome) -> Result<Recorded> {
+        if !Arc::ptr_eq(&breaker.shared.instance, &self.breaker.instance) {
+            // Another instance cannot even see the handle: refuse it as the component
+            // refuses a foreign permit, and release it on its own breaker (by `Drop`).
+            return Err(RecordError(wit::RecordError::ForeignPermit).into());
+        }
+        let resource = self.take()?;
+        deliver(&breaker.shared, resource, outcome)
+    }
+
+    fn take(&mut self) -> Result<ResourceAny> {
+        self.resource
+            .take()
+            .ok_or_else(|| anyhow!("permit already recorded"))
+    }
+}
+
+/// Records `outcome` for the permit `resource` on `breaker`, at its clock's `now`.
+fn deliver(breaker: &BreakerShared, resource: ResourceAny, outcome: Outcome) -> Result<Recorded> {
+    let now = breaker.now();
+    let recorded = breaker
+        .with(|api, store, me| api.call_record_outcome(store, me, resource, outcome, now))?;
+    let recorded = recorded.map_err(RecordError)?;
+    breaker.notify(&recorded.transitions);
+    Ok(recorded.into())
+}
+
+impl Drop for Permit {
+    /// Records `cancelled` at the clock's `now` (the guest's destructor would use the
+    /// breaker's latest instant instead, having no clock), which also drops the handle.
+    fn drop(&mut self) {
+        if let Some(resource) = self.resource.take() {
+            let now = self.breaker.instance.clock.now();
+            let mut guest = self.breaker.instance.lock();
+            let (api, store) = guest.breakers();
+            let recorded = api.call_record_outcome(
+                &mut *store,
+                self.breaker.resource,
+                resource,
+                Outcome::Cancelled,
+                now,
+            );
+            match recorded {
+                Ok(Ok(recorded)) => {
+                    drop(guest);
+                    self.breaker.notify(&recorded.transitions);
+                }
+                Ok(Err(_)) => {}
+                Err(_) => {
+                    let _ = resource.resource_drop(store);
+                }
+            }
+        }
+    }
+}
+
+/// The core's case for a WIT enum value: a WIT enum's discriminant is its position, and
+/// `wit/breaker.wit` lists each such enum in the core's code order (the `tables` test reads
+/// the WIT and checks it), so no second table is kept here.
+fn core_case<T>(from_code: fn(u8) -> Option<T>, code: u8) -> T {
+    match from_code(code) {
+        Some(case) => case,
+        None => panic!("wit/breaker.wit and tripgate-core list different cases"),
+    }
+}
+
+/// The core's state for the WIT one.
+pub fn core_state(state: State) -> tripgate_core::State {
+    core_case(tripgate_core::State::from_code, state as u8)
+}
+
+/// The core's rejection reason for the WIT one.
+pub fn core_reject_reason(reason: RejectReason) -> tripgate_core::RejectReason {
+    core_case(tripgate_core::RejectReason::from_code, reason as u8)
+}
+
+/// The core's transition reason for the WIT one.
+pub fn core_reason(reason: Reason) -> tripgate_core::Reason {
+    core_case(tripgate_core::Reason::from_code, reason as u8)
+}
+
+/// The core's class for the WIT one.
+pub fn core_class(class: Class) -> tripgate_core::Class {
+    core_case(tripgate_core::Class::from_code, class as u8)
+}
+
+/// The core's transition for the WIT one.
+pub fn core_transition(t: &Transition) -> tripgate_core::Transition {
+    tripgate_core::Transition {
+        from: core_state(t.from),
+        to: core_state(t.to),
+        reason: core_reason(t.reason),
+        at: t.at,
+        epoch: t.epoch,
+    }
+}
+
+/// The core's metrics type for the WIT one, for code written against `tripgate-core`
+/// (exporters, comparisons with a native breaker).
+pub fn core_metrics(m: &Metrics) -> tripgate_core::Metrics {
+    let mut rejected_total = [0; tripgate_core::REJECT_REASONS];
+    for (reason, count) in [
+        (tripgate_core::RejectReason::Open, m.rejected_open),
+        (tripgate_core::RejectReason::Probing, m.rejected_probing),
+        (tripgate_core::RejectReason::Isolated, m.rejected_isolated),
+        (tripgate_core::RejectReason::Saturated, m.rejected_saturated),
+    ] {
+        if let Some(slot) = rejected_total.get_mut(usize::from(reason.code())) {
+            *slot = count;
+        }
+    }
+    tripgate_core::Metrics {
+        state: core_state(m.state),
+        epoch: m.epoch,
+        window: tripgate_core::Tally {
+            calls: m.window.calls,
+            faults: m.window.faults,
+            slow: m.window.slow,
+        },
+        in_flight: m.in_flight,
+        hung: m.hung,
+        probes_out: m.probes_out,
+        admitted_total: m.admitted_total,
+        rejected_total,
+        successes_total: m.successes_total,
+        faults_total: m.faults_total,
+        stale_total: m.stale_total,
+        transitions_total: m.transitions_total,
+        time_in_state: m.time_in_state,
+        cooldown_remaining: m.cooldown_remaining,
+        last_transition: m.last_transition.as_ref().map(core_transition),
+    }
+}
+
+/// The kebab-case name of a state (the core's, as in the WIT and the vectors).
+pub fn state_name(state: State) -> &'static str {
+    core_state(state).name()
+}
+
+/// The kebab-case name of a rejection reason (the core's).
+pub fn reject_reason_name(reason: RejectReason) -> &'static str {
+    core_reject_reason(reason).name()
+}
+
+/// The kebab-case name of a transition's reason (the core's).
+pub fn reason_name(reason: Reason) -> &'static str {
+    core_reason(reason).name()
+}
