@@ -1,15 +1,19 @@
 //! Time as the breaker sees it: nanoseconds on the host's monotonic clock.
 //!
 //! The breaker never reads a clock. Every operation takes `now`, and this module holds the
-//! two rules that make arbitrary host clocks safe:
+//! rules that make arbitrary host clocks safe:
 //!
-//! * a `now` below the largest one seen is treated as that largest one ([`Watermark`]), so
-//!   a clock that steps back never produces a negative or huge elapsed time;
-//! * instants inside the breaker are compared only through [`since`], a wrapping
-//!   difference. An imported state may place instants "before" the host clock's origin
-//!   (a fresh isolate whose clock starts at zero restoring a breaker that opened ten
-//!   seconds ago); wrapping arithmetic keeps every difference right as long as real spans
-//!   stay under 2⁶³ ns (292 years).
+//! * instants live on a circle of 2⁶⁴ ns and are compared only through [`since`], a
+//!   wrapping difference. Any origin works, even one near `u64::MAX`, and an imported state
+//!   may place instants "before" the host clock's origin (a fresh isolate whose clock
+//!   starts at zero restoring a breaker that opened ten seconds ago), as long as real spans
+//!   stay under 2⁶³ ns (292 years);
+//! * a reading moves the breaker's time forward only when it is ahead of the latest one
+//!   seen by less than 2⁶³ ns ([`Watermark`]). Any other reading is from the past on that
+//!   circle — a clock that stepped back, or one absurd reading such as `u64::MAX` from a
+//!   clock near zero (a saturated conversion, a reading in the wrong unit) — and is treated
+//!   as the latest one: it is not observed, so it can neither produce a negative elapsed
+//!   time nor freeze the breaker at the far end of time.
 //!
 //! [`Clock`] is a convenience for hosts: [`FakeClock`] for tests, and with the `std`
 //! feature [`MonotonicClock`].
@@ -30,7 +34,11 @@ pub(crate) fn since(now: Nanos, earlier: Nanos) -> Nanos {
     now.wrapping_sub(earlier)
 }
 
-/// The largest `now` seen so far; later observations never go below it.
+/// Half the circle of instants: a reading this far ahead of the latest, or further, is
+/// behind it.
+const HALF_CIRCLE: Nanos = 1 << 63;
+
+/// The latest instant seen; a reading moves it only forward (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub(crate) struct Watermark(Nanos);
 
@@ -42,16 +50,14 @@ impl Watermark {
     /// Accepts a host reading and returns the instant the breaker will use.
     #[inline]
     pub(crate) fn observe(&mut self, now: Nanos) -> Nanos {
-        if now > self.0 {
-            self.0 = now;
-        }
+        self.0 = self.peek(now);
         self.0
     }
 
     /// The instant `now` would be observed as, without recording it.
     #[inline]
     pub(crate) fn peek(self, now: Nanos) -> Nanos {
-        if now > self.0 {
+        if since(now, self.0) < HALF_CIRCLE {
             now
         } else {
             self.0

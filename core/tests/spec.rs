@@ -998,6 +998,42 @@ fn snapshot_import_retires_the_importers_own_permits() {
     assert_eq!((m.state, m.window.faults), (State::Closed, 0));
 }
 
+/// Exported bytes with the epoch replaced and the checksum made right again: what someone
+/// who can write the stored state could craft.
+fn with_epoch(bytes: &[u8], epoch: u64) -> Vec<u8> {
+    // "TGB", version, window shape (11 bytes), state: then the epoch.
+    let mut crafted = bytes.to_vec();
+    crafted[16..24].copy_from_slice(&epoch.to_le_bytes());
+    let body = crafted.len() - 4;
+    let checksum = crafted[..body].iter().fold(0x811c_9dc5u32, |hash, &b| {
+        (hash ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    crafted[body..].copy_from_slice(&checksum.to_le_bytes());
+    crafted
+}
+
+#[test]
+fn snapshot_refuses_epochs_the_importer_cannot_carry_past() {
+    let bytes = export(&breaker(Config::default()), 0);
+    let mut importer = breaker(Config::default());
+    let permit = admit(&mut importer, 0); // it has issued permits: an import moves past them
+    assert_eq!(
+        importer.import(&with_epoch(&bytes, (1 << 57) - 1), 0, 0),
+        Err(tripgate_core::SnapshotError::Corrupt("epoch"))
+    );
+    // Refused, nothing changed: the permit still counts.
+    assert!(!importer.record(permit, Outcome::Success, 0).stale);
+    importer
+        .import(&with_epoch(&bytes, tripgate_core::MAX_IMPORT_EPOCH), 0, 0)
+        .unwrap();
+    // Past the imported epoch, raw permits still round-trip and count.
+    for _ in 0..5 {
+        let raw = admit(&mut importer, S).into_raw();
+        assert!(!importer.record_raw(raw, status(503), S).unwrap().stale);
+    }
+    assert_eq!(importer.state(S), State::Open);
+}
+
 #[test]
 fn snapshot_probes_still_out_hold_the_upstream_across_recycling() {
     // K = 2, a cooldown shorter than a call: a retired probe is still at the upstream

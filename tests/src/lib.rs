@@ -360,11 +360,19 @@ pub fn run_vector<S: Subject>(vector: &Value) -> Result<()> {
         .as_array()
         .ok_or_else(|| anyhow!("steps must be an array"))?;
     for (index, step) in steps.iter().enumerate() {
-        let at = ms(&step["at"], "at")?;
+        let mut at = ms(&step["at"], "at")?;
         if at < last_at && !step["clock-steps-back"].as_bool().unwrap_or(false) {
             bail!("step {index}: `at` goes backwards without clock-steps-back");
         }
         last_at = last_at.max(at);
+        if let Some(reading) = step.get("reading-ns") {
+            // An absurd clock reading for this step alone (the host's clock, not the
+            // scenario's time, which stays at `at`).
+            at = reading
+                .as_str()
+                .and_then(|r| r.parse().ok())
+                .ok_or_else(|| anyhow!("step {index}: reading-ns must be a decimal string"))?;
+        }
         let expect = step
             .get("expect")
             .cloned()
