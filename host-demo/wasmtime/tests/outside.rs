@@ -26,6 +26,12 @@ fn main() -> anyhow::Result<()> {
 }
 "#;
 
+/// The demo's hyper turns these smallvec features on, and cranelift depends on smallvec:
+/// without them this crate would resolve wasmtime with other dependency features and
+/// compile it again (three minutes) instead of reusing the build this test runs from.
+const SAME_FEATURES: &str =
+    "smallvec = { version = \"1\", features = [\"const_generics\", \"const_new\"] }";
+
 /// The target directory this test binary was built in (`<target>/release/deps/<exe>`).
 fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
@@ -41,7 +47,7 @@ fn a_crate_outside_the_workspace_depends_on_the_library_by_path() {
         dir.join("Cargo.toml"),
         format!(
             "[package]\nname = \"outside\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
-             [dependencies]\ntripgate-wasmtime = {{ path = {:?} }}\nanyhow = \"1\"\n\n\
+             [dependencies]\ntripgate-wasmtime = {{ path = {:?} }}\nanyhow = \"1\"\n{SAME_FEATURES}\n\
              [workspace]\n",
             library.display().to_string()
         ),
