@@ -11,9 +11,9 @@ cd "$ROOT"
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "toolchain: Rust 1.95.0 (rust-toolchain.toml) and its wasm targets"
-rustup toolchain install 1.95.0 --profile minimal -c rustfmt -c clippy >/dev/null 2>&1 || true
-rustup target add --toolchain 1.95.0 wasm32-wasip2 wasm32-unknown-unknown wasm32v1-none >/dev/null
+step "toolchain: Rust 1.97.0 (rust-toolchain.toml) and its wasm targets"
+rustup toolchain install 1.97.0 --profile minimal -c rustfmt -c clippy >/dev/null 2>&1 || true
+rustup target add --toolchain 1.97.0 wasm32-wasip2 wasm32-unknown-unknown x86_64-unknown-none >/dev/null
 
 step "wasm-bindgen CLI 0.2.130 (the crate is pinned to it)"
 if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen 0.2.130" ]; then
@@ -22,8 +22,8 @@ if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen 0.2.130" ]
   cargo install wasm-bindgen-cli --version 0.2.130 --debug
 fi
 
-step "core: builds for wasm32v1-none, a target with no std at all"
-cargo build -p tripgate-core --no-default-features --target wasm32v1-none --profile wasm
+step "core: builds for x86_64-unknown-none, a target with no std at all"
+cargo build -p tripgate-core --no-default-features --target x86_64-unknown-none --profile wasm
 
 step "component: WASI 0.2 component (wasm32-wasip2)"
 cargo build -p tripgate-component --target wasm32-wasip2 --profile wasm

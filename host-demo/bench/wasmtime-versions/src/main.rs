@@ -49,10 +49,10 @@ macro_rules! workloads {
             half_open_required_successes: None, half_open_success_rate: None,
             probe_timeout: None, fault_statuses: None, fault_grpc_codes: None,
         };
-        let api = tripgate.tripgate_breaker_circuit_breaker();
-        let me = api.breaker().call_create(&mut store, &config, 0).unwrap().unwrap();
+        let me = tripgate.tripgate_breaker_circuit_breaker().breaker().call_create(&mut store, &config, 0).unwrap().unwrap();
         let mut now = 0u64;
         move |workload: usize| -> f64 {
+            let api = tripgate.tripgate_breaker_circuit_breaker();
             let started = Instant::now();
             for _ in 0..CALLS {
                 now += 1;
@@ -65,10 +65,20 @@ macro_rules! workloads {
                         let permit = admission.decision.unwrap();
                         black_box(api.breaker().call_record_raw(&mut store, me, permit, wit::Outcome::Success, now).unwrap().unwrap());
                     }
-                    _ => {
+                    2 => {
                         let admission = api.breaker().call_acquire(&mut store, me, now).unwrap();
                         let permit = admission.decision.unwrap();
                         black_box(api.breaker().call_record_outcome(&mut store, me, permit, wit::Outcome::Success, now).unwrap().unwrap());
+                    }
+                    3 => {
+                        let admission = api.breaker().call_acquire_raw_flat(&mut store, me, now).unwrap();
+                        let permit = admission.decision.unwrap();
+                        black_box(api.breaker().call_record_raw_flat(&mut store, me, permit, wit::Outcome::Success, now).unwrap().unwrap());
+                    }
+                    _ => {
+                        let admission = api.breaker().call_acquire_flat(&mut store, me, now).unwrap();
+                        let permit = admission.decision.unwrap();
+                        black_box(api.breaker().call_record_flat(&mut store, me, permit, wit::Outcome::Success, now).unwrap().unwrap());
                     }
                 }
             }
@@ -82,7 +92,13 @@ fn main() {
     let bytes = std::fs::read(&path).expect("read the component");
     let mut v48 = workloads!(wasmtime48, w48, &bytes);
     let mut v50 = workloads!(wasmtime50, w50, &bytes);
-    let names = ["state() (one call, scalar result)", "raw permit pair", "permit resource pair"];
+    let names = [
+        "state() (one call, scalar result)",
+        "raw permit pair, listing",
+        "permit resource pair, listing",
+        "raw permit pair, flat",
+        "permit resource pair, flat",
+    ];
     for (workload, name) in names.iter().enumerate() {
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for _ in 0..ROUNDS {

