@@ -30,7 +30,7 @@ extern crate alloc;
 extern crate std;
 
 use alloc::rc::Rc;
-use alloc::string::ToString;
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
 
@@ -556,8 +556,25 @@ fn config_error(error: core_api::ConfigError) -> wit::ConfigError {
 fn config_error_of(field: Field, rule: Rule) -> wit::ConfigError {
     wit::ConfigError {
         field: case(wit::ConfigField::from_repr, field.code()),
-        rule: rule.to_string(),
-        message: core_api::ConfigError { field, rule }.to_string(),
+        rule: text(|out| rule.describe(out)),
+        message: text(|out| core_api::ConfigError { field, rule }.describe(out)),
+    }
+}
+
+/// A message of the core's, built without `core::fmt` (see `tripgate_core::Words`).
+fn text(describe: impl FnOnce(&mut Text) -> core::fmt::Result) -> String {
+    let mut out = Text(String::new());
+    // Writing into a `String` cannot fail.
+    let _ = describe(&mut out);
+    out.0
+}
+
+struct Text(String);
+
+impl core_api::Words for Text {
+    fn word(&mut self, text: &str) -> core::fmt::Result {
+        self.0.push_str(text);
+        Ok(())
     }
 }
 
@@ -590,7 +607,7 @@ fn rejection(r: core_api::Rejection) -> wit::Rejection {
 fn snapshot_error(error: core_api::SnapshotError) -> wit::SnapshotError {
     wit::SnapshotError {
         kind: case(wit::SnapshotErrorKind::from_repr, error.kind().code()),
-        message: error.to_string(),
+        message: text(|out| error.describe(out)),
     }
 }
 

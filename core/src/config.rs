@@ -10,6 +10,7 @@ use core::fmt;
 use crate::outcome::{GrpcSet, StatusSet};
 use crate::table::table;
 use crate::time::{Nanos, SECOND};
+use crate::words::Words;
 
 /// Most buckets a time window may have.
 pub const MAX_BUCKETS: u8 = 64;
@@ -404,20 +405,42 @@ pub enum Rule {
     List,
 }
 
+impl Rule {
+    /// Writes the rule in words (`must be >= 1`).
+    pub fn describe<W: Words + ?Sized>(&self, out: &mut W) -> fmt::Result {
+        let at_least = |out: &mut W, n| {
+            out.word("must be >= ")?;
+            out.number(n)
+        };
+        match *self {
+            Self::AtLeast(min) => at_least(out, min),
+            Self::AtMost(max) => {
+                out.word("must be <= ")?;
+                out.number(max)
+            }
+            Self::Between(lo, hi) => {
+                out.word("must be between ")?;
+                out.number(lo)?;
+                out.word(" and ")?;
+                out.number(hi)
+            }
+            Self::Positive => out.word("must be > 0"),
+            Self::AtLeastField(other) => {
+                out.word("must be >= ")?;
+                out.word(other.name())
+            }
+            Self::List => out.word("must be a list of valid codes"),
+            Self::Factor => {
+                out.word("must be a finite number between 1 and ")?;
+                out.number(u64::from(MAX_BACKOFF_FACTOR_WHOLE))
+            }
+        }
+    }
+}
+
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::AtLeast(min) => write!(f, "must be >= {min}"),
-            Self::AtMost(max) => write!(f, "must be <= {max}"),
-            Self::Between(lo, hi) => write!(f, "must be between {lo} and {hi}"),
-            Self::Positive => f.write_str("must be > 0"),
-            Self::AtLeastField(other) => write!(f, "must be >= {other}"),
-            Self::List => f.write_str("must be a list of valid codes"),
-            Self::Factor => write!(
-                f,
-                "must be a finite number between 1 and {MAX_BACKOFF_FACTOR_WHOLE}"
-            ),
-        }
+        self.describe(f)
     }
 }
 
@@ -430,9 +453,18 @@ pub struct ConfigError {
     pub rule: Rule,
 }
 
+impl ConfigError {
+    /// Writes the error in words (`failure-threshold must be >= 1`).
+    pub fn describe<W: Words + ?Sized>(&self, out: &mut W) -> fmt::Result {
+        out.word(self.field.name())?;
+        out.word(" ")?;
+        self.rule.describe(out)
+    }
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.field, self.rule)
+        self.describe(f)
     }
 }
 

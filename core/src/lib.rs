@@ -68,6 +68,7 @@ mod state;
 mod time;
 mod transition;
 mod window;
+mod words;
 
 mod breaker;
 
@@ -89,3 +90,4 @@ pub use time::MonotonicClock;
 pub use time::{Clock, FakeClock, Nanos, MILLISECOND, SECOND};
 pub use transition::{Reason, Transition, Transitions, MAX_TRANSITIONS};
 pub use window::Tally;
+pub use words::Words;

@@ -33,6 +33,7 @@ use crate::table::table;
 use crate::time::{since, Nanos};
 use crate::transition::{Reason, Transition};
 use crate::window::Window;
+use crate::words::Words;
 
 /// Bytes that hold the largest export (64 buckets).
 pub const MAX_EXPORT_LEN: usize = 1024;
@@ -113,20 +114,41 @@ impl From<Invalid> for SnapshotError {
     }
 }
 
-impl fmt::Display for SnapshotError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::BufferTooSmall => write!(f, "output buffer is smaller than {MAX_EXPORT_LEN} bytes"),
-            Self::Truncated => f.write_str("state bytes are truncated"),
-            Self::TrailingBytes => f.write_str("state bytes have trailing data"),
-            Self::NotAState => f.write_str("bytes are not a tripgate state (bad magic)"),
-            Self::UnsupportedVersion(v) => write!(f, "state version {v} is not supported (expected {VERSION})"),
-            Self::Checksum => f.write_str("state checksum does not match: the bytes are damaged"),
-            Self::WindowShape => f.write_str(
+impl SnapshotError {
+    /// Writes the error in words.
+    pub fn describe<W: Words + ?Sized>(&self, out: &mut W) -> fmt::Result {
+        match *self {
+            Self::BufferTooSmall => {
+                out.word("output buffer is smaller than ")?;
+                out.number(u64::try_from(MAX_EXPORT_LEN).unwrap_or(u64::MAX))?;
+                out.word(" bytes")
+            }
+            Self::Truncated => out.word("state bytes are truncated"),
+            Self::TrailingBytes => out.word("state bytes have trailing data"),
+            Self::NotAState => out.word("bytes are not a tripgate state (bad magic)"),
+            Self::UnsupportedVersion(v) => {
+                out.word("state version ")?;
+                out.number(u64::from(v))?;
+                out.word(" is not supported (expected ")?;
+                out.number(u64::from(VERSION))?;
+                out.word(")")
+            }
+            Self::Checksum => out.word("state checksum does not match: the bytes are damaged"),
+            Self::WindowShape => out.word(
                 "state was exported by a breaker with a different window (kind, buckets, width or calls)",
             ),
-            Self::Corrupt(what) => write!(f, "state field `{what}` holds an impossible value"),
+            Self::Corrupt(what) => {
+                out.word("state field `")?;
+                out.word(what)?;
+                out.word("` holds an impossible value")
+            }
         }
+    }
+}
+
+impl fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.describe(f)
     }
 }
 
