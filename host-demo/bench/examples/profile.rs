@@ -33,7 +33,19 @@ fn main() {
         bare => {
             use tripgate_wasmtime::bindings::Tripgate;
             use wasmtime::component::{Component, Linker};
-            let engine = wasmtime::Engine::default();
+            // KNOBS=backtraces,unwind,lazy,signals turns those engine settings off, one
+            // by one, to compare their call costs.
+            let mut config = wasmtime::Config::new();
+            for knob in std::env::var("KNOBS").unwrap_or_default().split(',') {
+                match knob {
+                    "backtraces" => drop(config.wasm_backtrace_max_frames(None)),
+                    "unwind" => drop(config.native_unwind_info(false)),
+                    "lazy" => drop(config.table_lazy_init(false)),
+                    "signals" => drop(config.signals_based_traps(false)),
+                    _ => {}
+                }
+            }
+            let engine = wasmtime::Engine::new(&config).unwrap();
             let component = Component::new(&engine, tripgate_wasmtime::COMPONENT).unwrap();
             let mut store = wasmtime::Store::new(&engine, ());
             let tripgate =
@@ -66,6 +78,14 @@ fn main() {
                                 .unwrap(),
                         )
                         .ok();
+                    }
+                    "bare-resource-flat" => {
+                        let p = api.call_acquire_flat(&mut store, me, 1).unwrap().decision.unwrap();
+                        black_box(api.call_record_flat(&mut store, me, p, Outcome::Success, 1).unwrap()).ok();
+                    }
+                    "bare-resource-listing" => {
+                        let p = api.call_acquire(&mut store, me, 1).unwrap().decision.unwrap();
+                        black_box(api.call_record_outcome(&mut store, me, p, Outcome::Success, 1).unwrap()).ok();
                     }
                     "bare-state" => {
                         black_box(api.call_state(&mut store, me, 1).unwrap());
