@@ -19,7 +19,8 @@ describe('classification', () => {
   const values = [
     [undefined, 'success'], [42, 'success'], [{ status: 'ok' }, 'success'],
     [new Response(null, { status: 200 }), 200], [new Response(null, { status: 503 }), 503],
-    [{ statusCode: 429 }, 429], [{ status: 404 }, 404], [{ status: 0 }, 'success'],
+    [{ statusCode: 429 }, 429], [{ status: 404 }, 404], [{ status: '503' }, 503],
+    [{ status: 0 }, 'connection-error'], [Response.error(), 'connection-error'], [{ status: 700 }, 'success'],
   ];
   for (const [value, outcome] of values) {
     test(`resolved ${value?.constructor?.name ?? value} ${JSON.stringify(value)} → ${outcome}`, () => {
