@@ -26,9 +26,18 @@ onInstall((t) => {
   grpcRange = [0, t.grpcMax];
 });
 
-/** An own property of an options object; `undefined` when absent (or inherited). */
+/**
+ * An own property of an options object; `undefined` when absent (or inherited). One that
+ * cannot be read (a getter or Proxy that throws) is a TypeError naming it, with the cause.
+ */
 export function own(options, name) {
-  return Object.hasOwn(options, name) ? options[name] : undefined;
+  try {
+    return Object.hasOwn(options, name) ? options[name] : undefined;
+  } catch (cause) {
+    const error = typeError(name, `${name} could not be read`, undefined);
+    error.cause = cause;
+    throw error;
+  }
 }
 
 /** Whether an option counts as given: `undefined` and `null` mean "not given". */
@@ -108,10 +117,18 @@ export function readOptions(options) {
   if (typeof options !== 'object' || options === null) {
     throw typeError('options', 'options must be an object', options);
   }
-  for (const key of Object.keys(options)) {
+  let keys;
+  try {
+    keys = Object.keys(options);
+  } catch (cause) {
+    const error = typeError('options', 'options could not be read', undefined);
+    error.cause = cause;
+    throw error;
+  }
+  for (const key of keys) {
     if (!known.has(key)) {
       const hint = known.has(`${key}Ms`) ? ` (did you mean ${key}Ms?)` : '';
-      throw typeError(key, `unknown option ${key}${hint}`, options[key]);
+      throw typeError(key, `unknown option ${key}${hint}`, own(options, key));
     }
   }
   const values = new Float64Array(numeric.length + lists.length).fill(NaN);
