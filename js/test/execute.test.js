@@ -6,12 +6,8 @@ import { createServer } from 'node:http';
 import {
   CircuitBreaker, CircuitOpenError, classifyError, classifyResult,
 } from '../src/node.js';
-import { FakeClock } from './helpers.js';
+import { make } from './helpers.js';
 
-function make(options = {}) {
-  const clock = new FakeClock();
-  return { breaker: new CircuitBreaker({ ...options, clock: clock.read }), clock };
-}
 
 const errorWith = (props, message = 'boom') => Object.assign(new Error(message), props);
 

@@ -2,6 +2,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import { CircuitBreaker } from '../src/breaker.js';
 import { configFields } from '../src/tables.js';
 
 /** A fake monotonic clock in milliseconds; tests move it, never sleep. */
@@ -11,6 +12,18 @@ export class FakeClock {
   advance(ms) {
     this.now += ms;
   }
+}
+
+/**
+ * A breaker on a fake clock, recording every transition as `from>to:reason` (the wasm
+ * module must be installed: import an entry point first).
+ */
+export function make(options = {}) {
+  const clock = new FakeClock();
+  const breaker = new CircuitBreaker({ ...options, clock: clock.read });
+  const transitions = [];
+  breaker.on('transition', (t) => transitions.push(`${t.from}>${t.to}:${t.reason}`));
+  return { breaker, clock, transitions };
 }
 
 export const VECTOR_DIR = fileURLToPath(new URL('../../tests/vectors/', import.meta.url));

@@ -6,15 +6,8 @@ import { execFile } from 'node:child_process';
 import { getEventListeners } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { CircuitBreaker, CircuitOpenError, InvalidStateError, Rejected } from '../src/node.js';
-import { FakeClock } from './helpers.js';
+import { make } from './helpers.js';
 
-function make(options = {}) {
-  const clock = new FakeClock();
-  const breaker = new CircuitBreaker({ ...options, clock: clock.read });
-  const transitions = [];
-  breaker.on('transition', (t) => transitions.push(`${t.from}>${t.to}:${t.reason}`));
-  return { breaker, clock, transitions };
-}
 
 function deferred() {
   let resolve;

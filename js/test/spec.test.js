@@ -9,16 +9,7 @@ import {
   CircuitBreaker, CircuitOpenError, InvalidStateError, Rejected, configFields, rejectReasons, states,
   transitionReasons,
 } from '../src/node.js';
-import { FakeClock } from './helpers.js';
-
-/** A breaker on a fake clock, recording every transition as `from>to:reason`. */
-function make(options = {}) {
-  const clock = new FakeClock();
-  const breaker = new CircuitBreaker({ ...options, clock: clock.read });
-  const transitions = [];
-  breaker.on('transition', (t) => transitions.push(`${t.from}>${t.to}:${t.reason}`));
-  return { breaker, clock, transitions };
-}
+import { FakeClock, make } from './helpers.js';
 
 /** One call: acquire and record `outcome`; returns the class. */
 function call(breaker, outcome) {

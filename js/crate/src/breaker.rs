@@ -261,33 +261,33 @@ impl Breaker {
         self.permits.live()
     }
 
-    /// Forces the breaker open until `release`; returns the number of transitions.
-    pub fn isolate(&mut self, now_ms: f64) -> usize {
-        let t = self.core.isolate(self.now(now_ms));
+    /// An operator's call: keeps its transitions and returns how many there were.
+    fn manual(&mut self, op: fn(&mut Core, Nanos) -> Transitions, now_ms: f64) -> usize {
+        let now = self.now(now_ms);
+        let t = op(&mut self.core, now);
         self.note(t);
         t.len()
     }
 
+    /// Forces the breaker open until `release`; returns the number of transitions.
+    pub fn isolate(&mut self, now_ms: f64) -> usize {
+        self.manual(Core::isolate, now_ms)
+    }
+
     /// Closes an isolated or disabled breaker; returns the number of transitions.
     pub fn release(&mut self, now_ms: f64) -> usize {
-        let t = self.core.release(self.now(now_ms));
-        self.note(t);
-        t.len()
+        self.manual(Core::release, now_ms)
     }
 
     /// Admits everything and never trips until `release`; returns the number of
     /// transitions.
     pub fn disable(&mut self, now_ms: f64) -> usize {
-        let t = self.core.disable(self.now(now_ms));
-        self.note(t);
-        t.len()
+        self.manual(Core::disable, now_ms)
     }
 
     /// Back to closed with an empty window; returns the number of transitions.
     pub fn reset(&mut self, now_ms: f64) -> usize {
-        let t = self.core.reset(self.now(now_ms));
-        self.note(t);
-        t.len()
+        self.manual(Core::reset, now_ms)
     }
 
     /// The state as of `now_ms`, as the core's versioned bytes.
