@@ -21,7 +21,7 @@ while [ $SECONDS -lt $end ]; do
   else
     failed=$((failed + 1))
     echo "round $round seed $seed: FAIL"
-    echo "$out" | grep -E "Counterexample|Got |seed:" -A6
+    echo "$out" | grep -E "Counterexample|Got |seed:" -A6 || echo "$out" | tail -20
   fi
   total=$((total + 1))
 done

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { CircuitBreaker, classifyError, classifyResult } from '../src/node.js';
-import { executeExamples, optionExamples, outcomeExamples } from './fuzz-regressions.js';
+import { executeExamples, optionExamples, outcomeExamples, permitExamples } from './fuzz-regressions.js';
 import { HOSTILE_KINDS, Hostile, materialize } from './hostile.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
@@ -184,8 +184,12 @@ describe('property: the permit table', () => {
             break;
           }
           case 'clock': {
-            if (typeof step.by === 'number' && Number.isFinite(step.by) && step.by >= 0) now += step.by;
-            else reading = materialize(step.by); // a bad reading, for the next call: not observed
+            if (typeof step.by === 'number' && Number.isFinite(step.by) && step.by >= 0) {
+              now += step.by;
+              reading = now;
+            } else {
+              reading = materialize(step.by); // a bad reading: not observed
+            }
             const permit = breaker.acquire();
             if (permit >= 0) {
               assert.ok(!out.has(permit), `permit ${permit} handed out while still out`);
@@ -206,7 +210,7 @@ describe('property: the permit table', () => {
       reading = now;
       assert.ok(breaker.outstandingPermits <= out.size, `${breaker.outstandingPermits} held, ${out.size} out`);
       breaker.dispose();
-    }), settings([]));
+    }), settings(permitExamples));
   });
 });
 
