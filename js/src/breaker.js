@@ -91,14 +91,19 @@ export class CircuitBreaker {
     try {
       reading = this.#clock();
     } catch (error) {
-      return this.#notObserved(error, undefined);
+      return this.#notObserved(true, error);
     }
-    return isReading(reading) ? reading : this.#notObserved(readingError(reading), reading);
+    return isReading(reading) ? reading : this.#notObserved(false, reading);
   }
 
-  #notObserved(error, reading) {
+  /** Counts a reading that is not observed and tells `clock-error` listeners, if any. */
+  #notObserved(threw, value) {
     this.#clockErrors++;
-    this.#events.emit('clock-error', { error, reading });
+    if (this.#events.has('clock-error')) {
+      this.#events.emit('clock-error', threw
+        ? { error: value, reading: undefined }
+        : { error: readingError(value), reading: value });
+    }
     return NaN;
   }
 
