@@ -7,8 +7,10 @@ const MAX_DELAY = 2 ** 31 - 1;
  * The calls waiting on one timeout length, in start order — which is deadline order, as
  * they share the length. One timer per queue, armed for the earliest pending deadline,
  * replaces a `setTimeout`/`clearTimeout` pair per call (~400 ns on Node 24). A call that
- * settles is marked done and skipped; finished calls at the head are dropped at once, so
- * the queue holds about the calls in flight. While nothing is pending the timer is
+ * settles is marked done and skipped; finished calls at the head are dropped at once, and
+ * those behind a call still pending (a hung call holds the head for its whole timeout) are
+ * swept out once they outnumber the pending ones, so the queue holds about the calls in
+ * flight, not every call of the last `ms`. While nothing is pending the timer is
  * unref'd, so it never keeps a process alive; when it fires on an empty queue, the queue
  * is dropped, so timeouts computed per call (a deadline minus now) cost nothing once
  * their timers have fired. Delays beyond setTimeout's limit are armed in steps of at most
@@ -19,6 +21,8 @@ class Deadlines {
     this.ms = ms;
     this.items = [];
     this.head = 0;
+    /** Entries added and not yet done. */
+    this.pending = 0;
     this.timer = undefined;
     this.refed = false;
     this.fire = () => this.#fire();
@@ -28,6 +32,7 @@ class Deadlines {
     entry.deadline = performance.now() + this.ms;
     entry.queue = this;
     this.items.push(entry);
+    this.pending++;
     if (this.timer === undefined) {
       this.#arm(this.ms);
     } else if (!this.refed) {
@@ -36,8 +41,9 @@ class Deadlines {
     }
   }
 
-  /** Called when an entry is marked done: drops finished entries from the head. */
+  /** Called once for each entry marked done: drops finished entries. */
   settled() {
+    this.pending--;
     const items = this.items;
     let head = this.head;
     while (head < items.length && items[head].done) head++;
@@ -48,8 +54,9 @@ class Deadlines {
         this.refed = false;
         this.timer.unref?.();
       }
-    } else if (head > 1024 && head * 2 > items.length) {
-      this.items = items.slice(head);
+    } else if (items.length - head > 1024 && items.length - head > 4 * this.pending) {
+      // Start order is kept, so the head is still the earliest deadline.
+      this.items = items.slice(head).filter((entry) => !entry.done);
       head = 0;
     }
     this.head = head;

@@ -177,6 +177,15 @@ describe('4. no memory kept per distinct timeoutMs', () => {
   });
 });
 
+describe('4b. no memory kept for calls that finished behind a hung one (found by the soak)', () => {
+  test('100 000 calls behind a call hung on the same 60 s timeout: the heap stays flat', async () => {
+    const { code, stdout, stderr } = await runFixture('hung-head-heap.js', ['100000'], ['--expose-gc']);
+    assert.equal(code, 0, stderr);
+    const { growth } = JSON.parse(stdout);
+    assert.ok(growth < 4_000_000, `heap grew by ${growth} bytes`);
+  });
+});
+
 describe('5. timeoutMs beyond setTimeout\'s 2^31-1 ms limit', () => {
   test('a 2^32 ms timeout arms no 1 ms timer: no TimeoutOverflowWarning, the call settles', async () => {
     const { breaker } = make();
