@@ -34,6 +34,13 @@ function runFixture(name, args = [], nodeArgs = []) {
   });
 }
 
+/** Heap growth (bytes) a heap fixture reports, run with --expose-gc. */
+async function heapGrowth(fixture, calls) {
+  const { code, stdout, stderr } = await runFixture(fixture, [String(calls)], ['--expose-gc']);
+  assert.equal(code, 0, stderr);
+  return JSON.parse(stdout).growth;
+}
+
 const isDisposed = (error) => error instanceof Error && error.message === 'breaker is disposed' &&
   error.code === 'ERR_TRIPGATE_DISPOSED';
 
@@ -170,18 +177,14 @@ describe('3. transitions are not shared between breakers', () => {
 
 describe('4. no memory kept per distinct timeoutMs', () => {
   test('100 000 calls with computed timeouts: the heap returns to where it was once their timers fired', async () => {
-    const { code, stdout, stderr } = await runFixture('distinct-timeouts-heap.js', ['100000'], ['--expose-gc']);
-    assert.equal(code, 0, stderr);
-    const { growth } = JSON.parse(stdout);
+    const growth = await heapGrowth('distinct-timeouts-heap.js', 100_000);
     assert.ok(growth < 4_000_000, `heap grew by ${growth} bytes`);
   });
 });
 
 describe('4b. no memory kept for calls that finished behind a hung one (found by the soak)', () => {
   test('100 000 calls behind a call hung on the same 60 s timeout: the heap stays flat', async () => {
-    const { code, stdout, stderr } = await runFixture('hung-head-heap.js', ['100000'], ['--expose-gc']);
-    assert.equal(code, 0, stderr);
-    const { growth } = JSON.parse(stdout);
+    const growth = await heapGrowth('hung-head-heap.js', 100_000);
     assert.ok(growth < 4_000_000, `heap grew by ${growth} bytes`);
   });
 });
