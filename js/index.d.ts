@@ -7,11 +7,16 @@ export type State = 'closed' | 'open' | 'half-open' | 'isolated' | 'disabled';
 /** Why a call was turned away. */
 export type RejectReason = 'open' | 'probing' | 'isolated' | 'saturated';
 
-/** Why a transition happened. */
+/**
+ * Why a transition happened. The names come from the core at run time
+ * (`transitionReasons`), so a reason the core adds arrives before these declarations
+ * list it: hence the open `string` case.
+ */
 export type TransitionReason =
   | 'failure-threshold' | 'failure-rate' | 'slow-call-rate' | 'hung-calls' | 'cooldown-elapsed'
   | 'probe-fault' | 'probe-timeout' | 'probes-succeeded' | 'probe-rate-missed' | 'isolated'
-  | 'released' | 'disabled' | 'reset' | 'restored';
+  | 'released' | 'disabled' | 'reset' | 'restored'
+  | (string & {});
 
 /** How the breaker classified an outcome. */
 export type OutcomeClass = 'success' | 'fault' | 'neutral';
@@ -21,25 +26,33 @@ export type OutcomeClass = 'success' | 'fault' | 'neutral';
  * - a kind: `success`; `timeout`, `connection-error`, `failure` (faults); `cancelled`,
  *   `ignored` (neutral: release the permit, count as nothing);
  * - an HTTP status (100–599; 5xx and 429 are faults by default, every other status means
- *   the upstream answered), or anything with a numeric `status`/`statusCode` such as a
- *   fetch `Response`; the strings `status:N` and `grpc:N` are accepted too;
+ *   the upstream answered), or anything with a `status` (or `statusCode`) such as a fetch
+ *   `Response`: an integer or its decimal string (`'503'`), or 0 for no HTTP answer
+ *   (`Response.error()`: a connection error; an opaque response: a success) — the same
+ *   rule `execute` applies; the strings `status:N` and `grpc:N` are accepted too;
  * - `{ grpc: code }` (0–16; 4, 8, 13 and 14 are faults by default).
  */
 export type Outcome =
   | 'success' | 'timeout' | 'connection-error' | 'failure' | 'cancelled' | 'ignored'
   | `status:${number}` | `grpc:${number}`
   | number
-  | { status: number }
-  | { statusCode: number }
+  | { status: number | string }
+  | { statusCode: number | string }
   | { grpc: number };
 
 /**
- * A permit: the number `acquire()` returned when it admitted a call (>= 0). Hand it back
- * to `record` exactly once. A plain number, so the hot path allocates nothing.
+ * A permit: the number `acquire()` returned when it admitted a call (0 <= permit < 2^30).
+ * Hand it back to `record` exactly once. A plain number, so the hot path allocates
+ * nothing. A breaker gives the same number again only after more than 2^28 - 2^22 (over
+ * 264 million) further permits, so a late or duplicate `record` of an old one is stale.
  */
 export type Permit = number;
 
-/** Negative codes `acquire()` returns when it turns a call away. */
+/**
+ * Negative codes `acquire()` returns when it turns a call away: `-(1 + code)` of the
+ * core's reject reason. Filled in when the wasm module is installed (at import on Node,
+ * by `initSync`/`init` on the web entry).
+ */
 export declare const Rejected: Readonly<{ OPEN: -1; PROBING: -2; ISOLATED: -3; SATURATED: -4 }>;
 
 export interface CircuitBreakerOptions {
@@ -70,7 +83,7 @@ export interface CircuitBreakerOptions {
   maxCooldownMs?: number;
   /** Lengthen each cooldown by up to this percentage (0–100), drawn from `jitterSeed`. */
   jitterPercent?: number;
-  /** Seed for the jitter (a safe integer): the same seed replays the same cooldowns. */
+  /** Seed for the jitter (an integer from 0 to 2^64 - 1): the same seed replays the same cooldowns. */
   jitterSeed?: number;
   /** Concurrency cap while closed; callers beyond it are rejected as `saturated`. */
   maxInFlight?: number;
@@ -86,9 +99,18 @@ export interface CircuitBreakerOptions {
   faultStatuses?: Iterable<number>;
   /** gRPC codes that are faults; replaces the default (4, 8, 13, 14). */
   faultGrpcCodes?: Iterable<number>;
-  /** Default `timeoutMs` for `execute`. None by default. */
+  /**
+   * Default `timeoutMs` for `execute`. None by default. Any finite length > 0: beyond
+   * setTimeout's 2^31 - 1 ms the timer re-arms in steps.
+   */
   timeoutMs?: number;
-  /** Monotonic milliseconds. Default `() => performance.now()`. Never wall-clock time. */
+  /**
+   * Monotonic milliseconds. Default `() => performance.now()`. Never wall-clock time. Read
+   * once at construction (a clock that cannot give a reading then is refused, naming
+   * `clock`). Later, a reading that is not a number in [0, 9223372036854.775808) (2^63 ns)
+   * — or a clock that throws — is not observed: the breaker uses the latest instant it
+   * has seen, counts it in `metrics().clockErrorsTotal` and emits `clock-error`.
+   */
   clock?: () => number;
 }
 
@@ -103,7 +125,7 @@ export interface ExecuteOptions<F> {
   /**
    * Returned instead of throwing when the breaker rejects the call (`CircuitOpenError`) or
    * `fn` fails (throws, or times out); a function is called with the error. Not used when
-   * the caller aborted.
+   * the caller aborted. `undefined` means no fallback (`null` is a fallback value).
    */
   fallback?: F | ((error: unknown) => F | PromiseLike<F>);
 }
@@ -154,6 +176,16 @@ export interface Metrics {
   timeInStateMs: number;
   cooldownRemainingMs: number;
   lastTransition: Transition | null;
+  /** Clock readings that were not observed (see `clock`); counted by this JS breaker. */
+  clockErrorsTotal: number;
+}
+
+/** A clock reading that was not observed: the breaker used its latest instant instead. */
+export interface ClockError {
+  /** What the clock threw, or a `TypeError`/`RangeError` (`option: 'clock'`) saying what was wrong. */
+  error: unknown;
+  /** What the clock returned (undefined when it threw). */
+  reading: unknown;
 }
 
 export type BreakerEvent = 'transition' | State;
@@ -187,7 +219,10 @@ export declare class CircuitBreaker {
    */
   constructor(options?: CircuitBreakerOptions);
 
-  /** Admits a call (a permit, >= 0) or turns it away (a negative `Rejected` code). Never throws. */
+  /**
+   * Admits a call (a permit, >= 0) or turns it away (a negative `Rejected` code). Never
+   * throws, whatever the clock does (on a disposed breaker, it throws `breaker is disposed`).
+   */
   acquire(): Permit;
   /** `acquire()`, throwing `CircuitOpenError` on rejection. */
   acquireOrThrow(): Permit;
@@ -239,12 +274,21 @@ export declare class CircuitBreaker {
 
   /** Listens to transitions: every one (`transition`) or those entering a state. */
   on(event: BreakerEvent, listener: (transition: Transition) => void): this;
+  /** Listens to clock readings that were not observed. */
+  on(event: 'clock-error', listener: (problem: ClockError) => void): this;
   once(event: BreakerEvent, listener: (transition: Transition) => void): this;
+  once(event: 'clock-error', listener: (problem: ClockError) => void): this;
   off(event: BreakerEvent, listener: (transition: Transition) => void): this;
+  off(event: 'clock-error', listener: (problem: ClockError) => void): this;
 
   /** Permits handed out and not yet recorded. */
   readonly outstandingPermits: number;
-  /** Frees the wasm memory now (otherwise at garbage collection). */
+  /**
+   * Frees the wasm memory now (otherwise at garbage collection). Afterwards every call
+   * throws an `Error` `breaker is disposed` (`code: 'ERR_TRIPGATE_DISPOSED'`) and
+   * `execute` returns a promise rejected with it; a call already in `execute` settles with
+   * its own result, unrecorded. `off` and `dispose` still work.
+   */
   dispose(): void;
   [Symbol.dispose](): void;
 }
@@ -254,6 +298,15 @@ export declare function classifyError(error: unknown): Outcome;
 /** How `execute` classifies a resolved value, as an outcome for `record`. */
 export declare function classifyResult(value: unknown): Outcome;
 
+/** A config field: the core's (kebab-case) name, the JS option, and how it is read. */
+export interface ConfigField {
+  readonly name: string;
+  readonly option: keyof CircuitBreakerOptions;
+  readonly kind: 'count' | 'percent' | 'duration' | 'factor' | 'seed' | 'statuses' | 'grpc-codes';
+}
+
+/** The core's tables, filled in when the wasm module is installed. */
+export declare const configFields: readonly ConfigField[];
 export declare const states: readonly State[];
 export declare const transitionReasons: readonly TransitionReason[];
 export declare const rejectReasons: readonly RejectReason[];

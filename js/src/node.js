@@ -1,14 +1,11 @@
 // Node entry point (ESM): the wasm module is compiled and instantiated synchronously at
 // import, from the file next to the glue (wasm-bindgen --target experimental-nodejs-module).
 import * as bindings from '../pkg/node/tripgate_wasm.js';
-import { _install } from './breaker.js';
+import { install } from './tables.js';
 
-_install(bindings);
+install(bindings);
 
-export {
-  CircuitBreaker, CircuitOpenError, InvalidStateError, Rejected, classifyError, classifyResult,
-  states, transitionReasons, rejectReasons,
-} from './breaker.js';
+export * from './api.js';
 
 /** Node needs no initialisation; present so code written for workers runs unchanged. */
 export function initSync() {}

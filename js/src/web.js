@@ -2,8 +2,9 @@
 // is fetched or compiled at import: call `initSync({ module })` with a compiled
 // `WebAssembly.Module` (edge runtimes hand one to you for an imported .wasm file, see
 // `tripgate/tripgate.wasm`), or `await init()` / `await init({ module_or_path })`.
+// `Rejected`, `states`, `configFields` and the other tables are filled in then.
 import initWasm, * as bindings from '../pkg/web/tripgate_wasm.js';
-import { _install } from './breaker.js';
+import { install } from './tables.js';
 
 let ready = false;
 
@@ -11,7 +12,7 @@ let ready = false;
 export function initSync(options) {
   if (!ready) {
     bindings.initSync(options);
-    _install(bindings);
+    install(bindings);
     ready = true;
   }
 }
@@ -20,12 +21,9 @@ export function initSync(options) {
 export async function init(options) {
   if (!ready) {
     await initWasm(options);
-    _install(bindings);
+    install(bindings);
     ready = true;
   }
 }
 
-export {
-  CircuitBreaker, CircuitOpenError, InvalidStateError, Rejected, classifyError, classifyResult,
-  states, transitionReasons, rejectReasons,
-} from './breaker.js';
+export * from './api.js';

@@ -6,12 +6,8 @@ import { createServer } from 'node:http';
 import {
   CircuitBreaker, CircuitOpenError, classifyError, classifyResult,
 } from '../src/node.js';
-import { FakeClock } from './helpers.js';
+import { make } from './helpers.js';
 
-function make(options = {}) {
-  const clock = new FakeClock();
-  return { breaker: new CircuitBreaker({ ...options, clock: clock.read }), clock };
-}
 
 const errorWith = (props, message = 'boom') => Object.assign(new Error(message), props);
 
@@ -19,7 +15,8 @@ describe('classification', () => {
   const values = [
     [undefined, 'success'], [42, 'success'], [{ status: 'ok' }, 'success'],
     [new Response(null, { status: 200 }), 200], [new Response(null, { status: 503 }), 503],
-    [{ statusCode: 429 }, 429], [{ status: 404 }, 404], [{ status: 0 }, 'success'],
+    [{ statusCode: 429 }, 429], [{ status: 404 }, 404], [{ status: '503' }, 503],
+    [{ status: 0 }, 'connection-error'], [Response.error(), 'connection-error'], [{ status: 700 }, 'success'],
   ];
   for (const [value, outcome] of values) {
     test(`resolved ${value?.constructor?.name ?? value} ${JSON.stringify(value)} → ${outcome}`, () => {

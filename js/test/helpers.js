@@ -2,6 +2,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import { CircuitBreaker } from '../src/breaker.js';
+import { configFields } from '../src/tables.js';
 
 /** A fake monotonic clock in milliseconds; tests move it, never sleep. */
 export class FakeClock {
@@ -10,6 +12,18 @@ export class FakeClock {
   advance(ms) {
     this.now += ms;
   }
+}
+
+/**
+ * A breaker on a fake clock, recording every transition as `from>to:reason` (the wasm
+ * module must be installed: import an entry point first).
+ */
+export function make(options = {}) {
+  const clock = new FakeClock();
+  const breaker = new CircuitBreaker({ ...options, clock: clock.read });
+  const transitions = [];
+  breaker.on('transition', (t) => transitions.push(`${t.from}>${t.to}:${t.reason}`));
+  return { breaker, clock, transitions };
 }
 
 export const VECTOR_DIR = fileURLToPath(new URL('../../tests/vectors/', import.meta.url));
@@ -22,32 +36,31 @@ export function loadVectors() {
     .map((file) => ({ file, vector: JSON.parse(readFileSync(join(VECTOR_DIR, file), 'utf8')) }));
 }
 
-const DURATION_FIELDS = new Set(['window', 'cooldown', 'max-cooldown', 'slow-call-duration', 'probe-timeout']);
-const camel = (kebab) => kebab.replace(/-([a-z])/g, (_, c) => c.toUpperCase());
+// Field names come from the core's table (through the package), never spelled here.
+function fieldNamed(name) {
+  const field = configFields.find((f) => f.name === name);
+  if (field === undefined) throw new Error(`no config field ${name}`);
+  return field;
+}
 
-/** A vector config key (`cooldown-ms`) as a JS option name (`cooldownMs`). */
-export const optionOfKey = camel;
+/** A vector config key (`cooldown-ms`: durations in ms) as a JS option name (`cooldownMs`). */
+export function optionOfKey(key) {
+  const duration = key.endsWith('-ms') ? configFields.find((f) => `${f.name}-ms` === key && f.kind === 'duration') : undefined;
+  return (duration ?? fieldNamed(key)).option;
+}
 
 /** A core field name (`max-cooldown`) as the JS option name (`maxCooldownMs`). */
-export function optionOfField(field) {
-  return camel(field) + (DURATION_FIELDS.has(field) ? 'Ms' : '');
+export function optionOfField(name) {
+  return fieldNamed(name).option;
 }
 
 /** A core config message with its field names in JS option names. */
 export function jsMessage(message) {
   return message
     .split(' ')
-    .map((word) => (/^[a-z]+(-[a-z]+)*$/.test(word) && isField(word) ? optionOfField(word) : word))
+    .map((word) => configFields.find((f) => f.name === word)?.option ?? word)
     .join(' ');
 }
-
-const FIELDS = new Set([
-  'failure-threshold', 'min-calls', 'failure-rate', 'slow-call-rate', 'slow-call-duration', 'window',
-  'buckets', 'window-calls', 'cooldown', 'backoff-factor', 'max-cooldown', 'jitter-percent',
-  'max-in-flight', 'half-open-max-probes', 'half-open-required-successes', 'half-open-success-rate',
-  'probe-timeout',
-]);
-const isField = (word) => FIELDS.has(word);
 
 /** Vector `config` object to CircuitBreaker options. */
 export function optionsOf(config = {}) {

@@ -4,21 +4,26 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { configFields } from '../src/node.js';
 import { jsMessage, loadVectors, optionOfField, optionsOf } from './helpers.js';
 import { runVector } from './vectors-runner.js';
 
 const BINDINGS = new URL('./.jco/tripgate.js', import.meta.url);
 const MS = 1_000_000n;
 
-/** JS package options (camelCase, ms) back to the WIT config (ns as bigint). */
+/** JS package options (camelCase, ms) back to the WIT config (ns as bigint), by the core's field table. */
 function witConfig(options) {
   const config = {};
-  for (const [key, value] of Object.entries(options)) {
-    if (key.endsWith('Ms')) config[key.slice(0, -2)] = BigInt(value) * MS;
-    else if (key === 'jitterSeed') config.jitterSeed = BigInt(value);
-    else if (key === 'faultStatuses') config.faultStatuses = Uint16Array.from(value);
-    else if (key === 'faultGrpcCodes') config.faultGrpcCodes = Uint8Array.from(value);
-    else config[key] = value;
+  for (const [option, value] of Object.entries(options)) {
+    const field = configFields.find((f) => f.option === option);
+    const key = field.name.replace(/-([a-z])/g, (_, c) => c.toUpperCase()); // jco's camel case
+    switch (field.kind) {
+      case 'duration': config[key] = BigInt(value) * MS; break;
+      case 'seed': config[key] = BigInt(value); break;
+      case 'statuses': config[key] = Uint16Array.from(value); break;
+      case 'grpc-codes': config[key] = Uint8Array.from(value); break;
+      default: config[key] = value;
+    }
   }
   return config;
 }
@@ -28,7 +33,8 @@ function witOutcome(text) {
   return n === undefined ? { tag } : { tag, val: Number(n) };
 }
 
-const ns = (ms) => BigInt(ms) * MS;
+/** A step's instant in ns: its `reading-ns` when it has one, else `at` in ms. */
+const ns = (ms, reading) => reading ?? BigInt(ms) * MS;
 const triples = (list) => list.map((t) => [t.from, t.to, t.reason]);
 const wholeMs = (nanos) => Number(nanos / MS);
 
@@ -40,8 +46,8 @@ function componentSubject(circuitBreaker) {
       // and a dropped permit records `cancelled` (wit/breaker.wit).
       const held = [];
       return {
-        acquire(now) {
-          const { decision, transitions } = breaker.acquire(ns(now));
+        acquire(now, reading) {
+          const { decision, transitions } = breaker.acquire(ns(now, reading));
           if (decision.tag === 'ok') {
             held.push(decision.val);
             return { admitted: true, permit: decision.val, probe: decision.val.isProbe(), transitions: triples(transitions) };
@@ -49,13 +55,13 @@ function componentSubject(circuitBreaker) {
           const r = decision.val;
           return { admitted: false, reason: r.reason, retryAfterMs: wholeMs(r.retryAfter), transitions: triples(transitions) };
         },
-        record(permit, outcome, now) {
-          const r = breaker.recordOutcome(permit, witOutcome(outcome), ns(now));
+        record(permit, outcome, now, reading) {
+          const r = breaker.recordOutcome(permit, witOutcome(outcome), ns(now, reading));
           return { class: r.class, slow: r.slow, stale: r.stale, transitions: triples(r.transitions) };
         },
-        state: (now) => breaker.state(ns(now)),
-        metrics(now) {
-          const m = breaker.metrics(ns(now));
+        state: (now, reading) => breaker.state(ns(now, reading)),
+        metrics(now, reading) {
+          const m = breaker.metrics(ns(now, reading));
           return {
             state: m.state, epoch: Number(m.epoch), calls: m.window.calls, faults: m.window.faults,
             slow: m.window.slow, 'in-flight': m.inFlight, hung: m.hung, 'probes-out': m.probesOut,
@@ -67,11 +73,11 @@ function componentSubject(circuitBreaker) {
             'cooldown-remaining-ms': wholeMs(m.cooldownRemaining),
           };
         },
-        manual: (op, now) => triples(breaker[op](ns(now))),
-        export: (now) => breaker.exportState(ns(now)),
-        import(bytes, elapsedMs, now) {
+        manual: (op, now, reading) => triples(breaker[op](ns(now, reading))),
+        export: (now, reading) => breaker.exportState(ns(now, reading)),
+        import(bytes, elapsedMs, now, reading) {
           try {
-            breaker.importState(bytes, ns(elapsedMs), ns(now));
+            breaker.importState(bytes, ns(elapsedMs), ns(now, reading));
           } catch (error) {
             throw new Error(error.payload?.message ?? String(error));
           }

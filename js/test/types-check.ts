@@ -1,8 +1,8 @@
 // Compiled with `tsc --noEmit -p test` by scripts/test.sh: the declarations describe the
 // API as the tests use it. Not run.
 import {
-  CircuitBreaker, CircuitOpenError, Rejected, classifyError, initSync,
-  type Metrics, type Outcome, type Permit, type State, type Transition,
+  CircuitBreaker, CircuitOpenError, Rejected, classifyError, configFields, initSync,
+  type ClockError, type Metrics, type Outcome, type Permit, type State, type Transition,
 } from 'tripgate';
 
 const breaker = new CircuitBreaker({ failureThreshold: 3, cooldownMs: 5_000, faultStatuses: [408, 503], clock: () => performance.now() });
@@ -22,6 +22,12 @@ const state: State = breaker.state;
 const metrics: Metrics = breaker.metrics();
 void state; void metrics.rejectedTotal.probing;
 breaker.on('open', (t: Transition) => void t.reason).off('open', () => {});
+breaker.on('clock-error', (problem: ClockError) => void problem.reading);
+const clockErrors: number = metrics.clockErrorsTotal;
+void clockErrors;
+const option: string = configFields[0].option;
+void option;
+breaker.record(breaker.acquire(), { status: '503' });
 
 async function main(): Promise<void> {
   const response: Response = await breaker.execute((signal) => fetch('http://127.0.0.1/', { signal }), { timeoutMs: 1_000 });

@@ -6,10 +6,13 @@ import { FakeClock, jsMessage, optionOfField } from './helpers.js';
 
 /**
  * A subject: { create(options, nowMs) -> instance | throws, and per instance:
- *   acquire(now) -> { admitted, permit, probe, reason, retryAfterMs, transitions }
- *   record(permit, outcome, now) -> { class, slow, stale, transitions } | throws
- *   state(now), metrics(now) -> vector-keyed object, manual(op, now) -> transitions,
- *   export(now) -> Uint8Array, import(bytes, elapsedMs, now) (throws on refusal) }
+ *   acquire(now, reading) -> { admitted, permit, probe, reason, retryAfterMs, transitions }
+ *   record(permit, outcome, now, reading) -> { class, slow, stale, transitions } | throws
+ *   state(now, reading), metrics(now, reading) -> vector-keyed object,
+ *   manual(op, now, reading) -> transitions, export(now, reading) -> Uint8Array,
+ *   import(bytes, elapsedMs, now, reading) (throws on refusal) }
+ * `now` is the step's `at` (ms); `reading` is its `reading-ns` as a BigInt, or undefined:
+ * when given, the subject hands its breaker that clock reading instead of `now`.
  */
 export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage }) {
   const options = optionsOf(vector.config ?? {});
@@ -28,6 +31,7 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
   vector.steps.forEach((step, index) => {
     const where = `step ${index} ${JSON.stringify(step)}`;
     const at = step.at;
+    const reading = step['reading-ns'] === undefined ? undefined : BigInt(step['reading-ns']);
     if (at < last && !step['clock-steps-back']) assert.fail(`${where}: time goes backwards`);
     last = Math.max(last, at);
     const expect = step.expect ?? {};
@@ -39,7 +43,7 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
         let rejected = 0;
         const all = [];
         for (let i = 0; i < count; i++) {
-          const d = breaker.acquire(at);
+          const d = breaker.acquire(at, reading);
           all.push(...d.transitions);
           if (d.admitted) {
             if (count === 1) {
@@ -72,7 +76,7 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
         permits.delete(step.permit);
         let report;
         try {
-          report = breaker.record(permit, step.outcome, at);
+          report = breaker.record(permit, step.outcome, at, reading);
         } catch (error) {
           assert.ok(expect.error, `${where}: record failed unexpectedly: ${error.message}`);
           assert.ok(error.message, `${where}: record error has no message`);
@@ -88,7 +92,7 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
       case 'state':
         break;
       case 'metrics': {
-        const got = breaker.metrics(at);
+        const got = breaker.metrics(at, reading);
         for (const [key, want] of Object.entries(expect.metrics ?? {})) {
           assert.ok(key in got, `${where}: metrics lack ${key}`);
           assert.equal(got[key], want, `${where}: metrics.${key}`);
@@ -99,10 +103,10 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
       case 'release':
       case 'disable':
       case 'reset':
-        assert.deepEqual(breaker.manual(step.op, at), wantTransitions, `${where}: transitions`);
+        assert.deepEqual(breaker.manual(step.op, at, reading), wantTransitions, `${where}: transitions`);
         break;
       case 'export':
-        snapshots.set(step.snapshot, breaker.export(at));
+        snapshots.set(step.snapshot, breaker.export(at, reading));
         break;
       case 'import': {
         assert.ok(snapshots.has(step.snapshot), `${where}: no snapshot ${step.snapshot}`);
@@ -117,7 +121,7 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
         }
         let error = null;
         try {
-          breaker.import(damaged, step['elapsed-ms'] ?? 0, at);
+          breaker.import(damaged, step['elapsed-ms'] ?? 0, at, reading);
         } catch (e) {
           error = e;
         }
@@ -132,7 +136,7 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
       default:
         assert.fail(`${where}: unknown op ${step.op}`);
     }
-    if ('state' in expect) assert.equal(breaker.state(at), expect.state, `${where}: state`);
+    if ('state' in expect) assert.equal(breaker.state(at, reading), expect.state, `${where}: state`);
   });
 }
 
@@ -145,13 +149,14 @@ export function packageSubject(CircuitBreaker) {
       const breaker = new CircuitBreaker({ ...options, clock: clock.read });
       let transitions = [];
       breaker.on('transition', (t) => transitions.push([t.from, t.to, t.reason]));
-      const at = (ms) => {
-        clock.now = ms;
+      // A clock in milliseconds: a reading in nanoseconds arrives divided by 10^6.
+      const at = (ms, reading) => {
+        clock.now = reading === undefined ? ms : Number(reading) / 1e6;
         transitions = [];
       };
       return {
-        acquire(now) {
-          at(now);
+        acquire(now, reading) {
+          at(now, reading);
           const permit = breaker.acquire();
           if (permit >= 0) {
             return { admitted: true, permit, probe: CircuitBreaker.isProbe(permit), transitions };
@@ -161,19 +166,19 @@ export function packageSubject(CircuitBreaker) {
           // native runner does.
           return { admitted: false, reason: rejection.reason, retryAfterMs: Math.floor(rejection.retryAfterMs), transitions };
         },
-        record(permit, outcome, now) {
-          at(now);
+        record(permit, outcome, now, reading) {
+          at(now, reading);
           const cls = breaker.record(permit, outcome);
           const report = breaker.lastRecord;
           assert.equal(cls, report.class);
           return { ...report, transitions };
         },
-        state(now) {
-          at(now);
+        state(now, reading) {
+          at(now, reading);
           return breaker.state;
         },
-        metrics(now) {
-          at(now);
+        metrics(now, reading) {
+          at(now, reading);
           const m = breaker.metrics();
           return {
             state: m.state,
@@ -197,17 +202,17 @@ export function packageSubject(CircuitBreaker) {
             'cooldown-remaining-ms': Math.floor(m.cooldownRemainingMs),
           };
         },
-        manual(op, now) {
-          at(now);
+        manual(op, now, reading) {
+          at(now, reading);
           breaker[op]();
           return transitions;
         },
-        export(now) {
-          at(now);
+        export(now, reading) {
+          at(now, reading);
           return breaker.exportState();
         },
-        import(bytes, elapsedMs, now) {
-          at(now);
+        import(bytes, elapsedMs, now, reading) {
+          at(now, reading);
           breaker.importState(bytes, elapsedMs);
         },
       };

@@ -1,7 +1,7 @@
 // Starts the example Worker (examples/worker/worker.js) in workerd through miniflare's
 // programmatic API, with the package's files as the modules that `tripgate/web` and
 // `tripgate/tripgate.wasm` resolve to (what wrangler's bundler does from the exports map).
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { Miniflare } from 'miniflare';
 
 const JS = new URL('../../', import.meta.url);
@@ -10,13 +10,15 @@ const read = (path) => readFileSync(new URL(path, JS), 'utf8');
 /**
  * workerd resolves an import against the importing module's name, so the worker sits at
  * the root, the package's entry under the bare name `tripgate/web`, and its own relative
- * imports (`./breaker.js`, `../pkg/web/tripgate_wasm.js`) land on the names below.
+ * imports (`./breaker.js`, `../pkg/web/tripgate_wasm.js`) land on the names below: every
+ * module of src/ but the Node entry sits next to the entry.
  */
 function modules() {
+  const shared = readdirSync(new URL('src/', JS)).filter((f) => f.endsWith('.js') && f !== 'node.js' && f !== 'web.js');
   return [
     { type: 'ESModule', path: '/worker/worker.js', contents: read('examples/worker/worker.js') },
     { type: 'ESModule', path: '/worker/tripgate/web', contents: read('src/web.js') },
-    { type: 'ESModule', path: '/worker/tripgate/breaker.js', contents: read('src/breaker.js') },
+    ...shared.map((f) => ({ type: 'ESModule', path: `/worker/tripgate/${f}`, contents: read(`src/${f}`) })),
     { type: 'ESModule', path: '/worker/pkg/web/tripgate_wasm.js', contents: read('pkg/web/tripgate_wasm.js') },
     { type: 'CompiledWasm', path: '/worker/tripgate/tripgate.wasm', contents: readFileSync(new URL('pkg/web/tripgate_wasm_bg.wasm', JS)) },
   ];

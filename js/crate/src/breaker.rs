@@ -1,0 +1,378 @@
+//! The breaker JS drives: numbers in, numbers out (see the crate docs for the codes).
+//!
+//! Clock readings follow [`time`](crate::time): an invalid reading is not observed (the
+//! breaker uses the latest instant it has seen). [`Breaker::acquire_closed`] admits
+//! without a reading when the core says time cannot matter to admission
+//! (`tripgate_core::Breaker::acquire_untimed`: closed, no `slow-call-duration`), and asks
+//! for one ([`NEED_CLOCK`]) in every other case. Every `record` takes a fresh reading, so a
+//! guarded call costs one `performance.now()` (~40 ns on Node 24) instead of two.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use tripgate_core::{
+    Admission, Breaker as Core, Nanos, Outcome, RejectReason, State, Transitions, MAX_EXPORT_LEN,
+};
+use wasm_bindgen::prelude::*;
+
+use crate::permits::{Permits, HANDLE_LIMIT};
+use crate::time::{ms, reading};
+use crate::{config, outcome, BAD_OUTCOME, NEED_CLOCK, NOT_A_PERMIT, TRANSITIONED};
+
+/// Numbers per transition in [`Breaker::transitions`]: from, to, reason, at (ms), epoch.
+pub const TRANSITION_WIDTH: usize = 5;
+/// Numbers in [`Breaker::metrics`] before the rejected totals.
+pub const METRICS_FIXED: usize = 21;
+/// Numbers [`Breaker::metrics`] writes.
+pub const METRICS_LEN: usize = METRICS_FIXED + RejectReason::ALL.len();
+
+/// Breakers created so far, to start each permit counter elsewhere.
+static BREAKERS: AtomicU32 = AtomicU32::new(0);
+/// 2²⁹ divided by the golden ratio: consecutive breakers' counters start far apart.
+const COUNTER_SPREAD: u32 = 331_804_471;
+
+/// One circuit breaker, driven from JS with numbers only.
+#[wasm_bindgen]
+pub struct Breaker {
+    core: Core,
+    permits: Permits,
+    /// Transitions of the last call that caused any.
+    transitions: Transitions,
+    /// The last rejection's retry-after, state and reason.
+    retry_after: Nanos,
+    rejected_state: State,
+    rejected_reason: Option<RejectReason>,
+}
+
+#[wasm_bindgen]
+impl Breaker {
+    /// A closed breaker at `now_ms`. Call [`config::check_config`] first for a JS-named
+    /// error; this throws a plain `Error` with the same message.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        values: &[f64],
+        statuses: Option<Vec<u16>>,
+        grpc_codes: Option<Vec<u8>>,
+        now_ms: f64,
+    ) -> Result<Breaker, JsError> {
+        let config = config::build(values, statuses.as_deref(), grpc_codes.as_deref())
+            .map_err(|e| JsError::new(&config::message(e)))?;
+        let core = Core::new(config, reading(now_ms).unwrap_or(0))
+            .map_err(|e| JsError::new(&config::message(e)))?;
+        let start = BREAKERS
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(COUNTER_SPREAD);
+        Ok(Self {
+            permits: Permits::new(start, config.probe_timeout),
+            core,
+            transitions: Transitions::default(),
+            retry_after: 0,
+            rejected_state: State::Closed,
+            rejected_reason: None,
+        })
+    }
+
+    /// The instant a reading stands for: the reading, or the latest instant seen when it
+    /// is not a valid reading.
+    #[inline]
+    fn now(&self, now_ms: f64) -> Nanos {
+        reading(now_ms).unwrap_or_else(|| self.core.latest())
+    }
+
+    /// Keeps the transitions of a call; whether there were any.
+    #[inline]
+    fn note(&mut self, transitions: Transitions) -> bool {
+        if transitions.is_empty() {
+            return false;
+        }
+        self.transitions = transitions;
+        true
+    }
+
+    /// Admits or rejects a call (see the crate docs for the return code).
+    pub fn acquire(&mut self, now_ms: f64) -> i32 {
+        let now = self.now(now_ms);
+        let admission = self.core.acquire(now);
+        self.admitted(admission, now)
+    }
+
+    /// [`Self::acquire`] without a clock reading, for the common case (see the module
+    /// docs). Returns [`NEED_CLOCK`] when admission needs time.
+    pub fn acquire_closed(&mut self) -> i32 {
+        match self.core.acquire_untimed() {
+            Some(admission) => {
+                let now = self.core.latest();
+                self.admitted(admission, now)
+            }
+            None => NEED_CLOCK,
+        }
+    }
+
+    /// The code for an admission decided at `now`.
+    #[inline]
+    fn admitted(&mut self, admission: Admission, now: Nanos) -> i32 {
+        let moved = self.note(admission.transitions);
+        let rejection = match admission.decision {
+            Ok(permit) => {
+                let core = &self.core;
+                let stored = self.permits.insert(
+                    permit,
+                    |p| core.holds(p, now),
+                    || (core.metrics(now).epoch, now),
+                );
+                match stored {
+                    Ok(handle) => return handle as i32 + if moved { TRANSITIONED } else { 0 },
+                    Err(permit) => {
+                        // 2²⁰ permits out: hand this one straight back, uncounted.
+                        let released = self.core.record(permit, Outcome::Ignored, now);
+                        let moved = self.note(released.transitions) || moved;
+                        let state = self.core.state(now);
+                        return self.rejected(RejectReason::Saturated, 0, state, moved);
+                    }
+                }
+            }
+            Err(rejection) => rejection,
+        };
+        self.rejected(
+            rejection.reason,
+            rejection.retry_after,
+            rejection.state,
+            moved,
+        )
+    }
+
+    fn rejected(
+        &mut self,
+        reason: RejectReason,
+        retry_after: Nanos,
+        state: State,
+        moved: bool,
+    ) -> i32 {
+        self.retry_after = retry_after;
+        self.rejected_state = state;
+        self.rejected_reason = Some(reason);
+        -1 - i32::from(reason.code()) - if moved { TRANSITIONED } else { 0 }
+    }
+
+    /// The last rejection's retry-after, in milliseconds.
+    pub fn retry_after_ms(&self) -> f64 {
+        ms(self.retry_after)
+    }
+
+    /// The last rejection's reason code, or -1 before any.
+    pub fn rejected_reason(&self) -> i32 {
+        self.rejected_reason.map_or(-1, |r| i32::from(r.code()))
+    }
+
+    /// The state code that made the last rejection.
+    pub fn rejected_state(&self) -> u8 {
+        self.rejected_state.code()
+    }
+
+    /// Records a permit's outcome (see the crate docs for the codes). A handle that names
+    /// no permit out (recorded already, dropped, never issued) is recorded as stale.
+    pub fn record(&mut self, permit: f64, outcome_code: f64, now_ms: f64) -> i32 {
+        if !(permit >= 0.0 && permit < f64::from(HANDLE_LIMIT) && permit.fract() == 0.0) {
+            return NOT_A_PERMIT;
+        }
+        let Some(outcome) = outcome::outcome(outcome_code) else {
+            return BAD_OUTCOME;
+        };
+        let now = self.now(now_ms);
+        // Exact: a whole number below 2³⁰.
+        let recorded = match self.permits.take(permit as u32) {
+            Some(permit) => self.core.record(permit, outcome, now),
+            None => self.core.record_stale(outcome, now),
+        };
+        let mut code = i32::from(recorded.class.code())
+            | i32::from(recorded.slow) << 2
+            | i32::from(recorded.stale) << 3;
+        if self.note(recorded.transitions) {
+            code |= (recorded.transitions.len() as i32) << 4;
+        }
+        code
+    }
+
+    /// Copies the transitions of the last call that caused any into `out`
+    /// ([`TRANSITION_WIDTH`] numbers each: from, to, reason codes, at in ms, epoch);
+    /// returns how many.
+    pub fn transitions(&self, out: &mut [f64]) -> usize {
+        let mut n = 0;
+        for (t, chunk) in self
+            .transitions
+            .iter()
+            .zip(out.chunks_exact_mut(TRANSITION_WIDTH))
+        {
+            chunk.copy_from_slice(&[
+                f64::from(t.from.code()),
+                f64::from(t.to.code()),
+                f64::from(t.reason.code()),
+                ms(t.at),
+                t.epoch as f64,
+            ]);
+            n += 1;
+        }
+        n
+    }
+
+    /// The effective state code at `now_ms`.
+    pub fn state(&self, now_ms: f64) -> u8 {
+        self.core.state(self.now(now_ms)).code()
+    }
+
+    /// Fills `out` ([`METRICS_LEN`] numbers) with the metrics at `now_ms`: state, epoch,
+    /// calls, faults, slow, in-flight, hung, probes-out, admitted-total, successes-total,
+    /// faults-total, stale-total, transitions-total, time-in-state ms, cooldown-remaining
+    /// ms, the last transition (present 0/1, from, to, reason, at ms, epoch), then the
+    /// rejected totals in reject-reason code order.
+    pub fn metrics(&self, now_ms: f64, out: &mut [f64]) {
+        let m = self.core.metrics(self.now(now_ms));
+        let last = m.last_transition;
+        let fixed: [f64; METRICS_FIXED] = [
+            f64::from(m.state.code()),
+            m.epoch as f64,
+            f64::from(m.window.calls),
+            f64::from(m.window.faults),
+            f64::from(m.window.slow),
+            f64::from(m.in_flight),
+            f64::from(m.hung),
+            f64::from(m.probes_out),
+            m.admitted_total as f64,
+            m.successes_total as f64,
+            m.faults_total as f64,
+            m.stale_total as f64,
+            m.transitions_total as f64,
+            ms(m.time_in_state),
+            ms(m.cooldown_remaining),
+            f64::from(u8::from(last.is_some())),
+            last.map_or(0.0, |t| f64::from(t.from.code())),
+            last.map_or(0.0, |t| f64::from(t.to.code())),
+            last.map_or(0.0, |t| f64::from(t.reason.code())),
+            last.map_or(0.0, |t| ms(t.at)),
+            last.map_or(0.0, |t| t.epoch as f64),
+        ];
+        let rejected = RejectReason::ALL.iter().map(|&r| m.rejected(r) as f64);
+        for (o, v) in out.iter_mut().zip(fixed.into_iter().chain(rejected)) {
+            *o = v;
+        }
+    }
+
+    /// Permits handed out and not yet recorded (or dropped).
+    pub fn outstanding(&self) -> usize {
+        self.permits.live()
+    }
+
+    /// An operator's call: keeps its transitions and returns how many there were.
+    fn manual(&mut self, op: fn(&mut Core, Nanos) -> Transitions, now_ms: f64) -> usize {
+        let now = self.now(now_ms);
+        let t = op(&mut self.core, now);
+        self.note(t);
+        t.len()
+    }
+
+    /// Forces the breaker open until `release`; returns the number of transitions.
+    pub fn isolate(&mut self, now_ms: f64) -> usize {
+        self.manual(Core::isolate, now_ms)
+    }
+
+    /// Closes an isolated or disabled breaker; returns the number of transitions.
+    pub fn release(&mut self, now_ms: f64) -> usize {
+        self.manual(Core::release, now_ms)
+    }
+
+    /// Admits everything and never trips until `release`; returns the number of
+    /// transitions.
+    pub fn disable(&mut self, now_ms: f64) -> usize {
+        self.manual(Core::disable, now_ms)
+    }
+
+    /// Back to closed with an empty window; returns the number of transitions.
+    pub fn reset(&mut self, now_ms: f64) -> usize {
+        self.manual(Core::reset, now_ms)
+    }
+
+    /// The state as of `now_ms`, as the core's versioned bytes.
+    pub fn export_state(&self, now_ms: f64) -> Result<Vec<u8>, JsError> {
+        let mut buf = [0u8; MAX_EXPORT_LEN];
+        let len = self
+            .core
+            .export(self.now(now_ms), &mut buf)
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        Ok(buf.get(..len).unwrap_or_default().to_vec())
+    }
+
+    /// Replaces the state with bytes exported `elapsed_ms` ago; `undefined` on success,
+    /// else why (and nothing changed).
+    pub fn import_state(&mut self, bytes: &[u8], elapsed_ms: f64, now_ms: f64) -> Option<String> {
+        let now = self.now(now_ms);
+        self.core
+            .import(bytes, crate::time::duration(elapsed_ms), now)
+            .err()
+            .map(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tripgate_core::{Class, Field, OutcomeKind};
+
+    const SUCCESS: f64 = (crate::KIND_BASE + OutcomeKind::Success.code() as u32) as f64;
+
+    fn breaker() -> Breaker {
+        Breaker::new(&[f64::NAN; Field::ALL.len()], None, None, 0.0).unwrap()
+    }
+
+    #[test]
+    fn permits_round_trip_and_a_second_record_is_stale() {
+        let mut b = breaker();
+        let p = b.acquire(1.0);
+        assert!((0..TRANSITIONED).contains(&p));
+        let first = b.record(f64::from(p), SUCCESS, 2.0);
+        assert_eq!(first & 3, i32::from(Class::Success.code()));
+        assert_eq!(first & 8, 0, "first record is current");
+        let second = b.record(f64::from(p), SUCCESS, 3.0);
+        assert_eq!(second & 8, 8, "second record is stale");
+        assert_eq!(b.record(-1.0, SUCCESS, 3.0), NOT_A_PERMIT);
+        assert_eq!(b.record(0.5, SUCCESS, 3.0), NOT_A_PERMIT);
+        assert_eq!(
+            b.record(f64::from(HANDLE_LIMIT), SUCCESS, 3.0),
+            NOT_A_PERMIT
+        );
+        let q = b.acquire(4.0);
+        assert_eq!(b.record(f64::from(q), 700.0, 5.0), BAD_OUTCOME);
+        assert_eq!(b.outstanding(), 1, "a bad outcome leaves the permit held");
+    }
+
+    #[test]
+    fn leaked_permits_of_ended_epochs_are_dropped_before_the_table_grows() {
+        let mut b = breaker();
+        for _ in 0..64 {
+            assert!(b.acquire(1.0) >= 0);
+        }
+        let len = b.permits.capacity();
+        b.reset(2.0);
+        for _ in 0..64 {
+            assert!(b.acquire(3.0) >= 0);
+        }
+        assert_eq!(b.outstanding(), 64);
+        assert_eq!(b.permits.capacity(), len);
+    }
+
+    #[test]
+    fn a_reading_that_is_not_observed_leaves_time_where_it_was() {
+        let mut b = breaker();
+        for _ in 0..5 {
+            let p = b.acquire(1_000.0);
+            b.record(f64::from(p), 503.0, 1_000.0);
+        }
+        for bad in [f64::INFINITY, f64::NAN, -1.0, 1.9e13] {
+            assert_eq!(
+                b.acquire(bad) + TRANSITIONED,
+                TRANSITIONED - 1,
+                "rejected as open"
+            );
+            assert_eq!(b.retry_after_ms(), 15_000.0);
+        }
+        assert!(b.acquire(16_000.0) >= 0, "the next real reading carries on");
+    }
+}

@@ -1,0 +1,120 @@
+//! The core's tables, handed to JS once when the package installs the module.
+//!
+//! Every name JS shows (states, reasons, reject reasons, classes, outcome kinds, config
+//! fields with their JS option names and kinds) and every code it passes back comes from
+//! here, so a case added to the core (and the WIT) reaches JS with no edit under `js/`.
+//!
+//! They cross as one JSON text that JS parses once: building JS arrays and objects through
+//! js-sys cost ~5 KB of module for the same result (and writing it with `push_str` alone,
+//! ~0.6 KB more than with `write!`, whose machinery the config messages link anyway).
+
+use core::fmt::Write;
+
+use tripgate_core::{
+    Class, Field, FieldKind, GrpcCode, HttpStatus, OutcomeKind, Reason, RejectReason, State,
+    MAX_TRANSITIONS,
+};
+use wasm_bindgen::prelude::*;
+
+use crate::breaker::{METRICS_FIXED, METRICS_LEN, TRANSITION_WIDTH};
+use crate::permits::{HANDLE_LIMIT, MAX_OUTSTANDING};
+use crate::time::READING_LIMIT_MS;
+use crate::{BAD_OUTCOME, GRPC_BASE, KIND_BASE, NEED_CLOCK, NOT_A_PERMIT, TRANSITIONED};
+
+/// How JS reads a field's value.
+fn kind_name(kind: FieldKind) -> &'static str {
+    match kind {
+        FieldKind::Count => "count",
+        FieldKind::Percent => "percent",
+        FieldKind::Duration => "duration",
+        FieldKind::Factor => "factor",
+        FieldKind::Seed => "seed",
+        FieldKind::Statuses => "statuses",
+        FieldKind::GrpcCodes => "grpc-codes",
+    }
+}
+
+/// Writes `"key":[...]` of quoted strings. Every name is kebab- or camel-case ASCII, so
+/// none needs escaping.
+fn list<T: Copy>(out: &mut String, key: &str, all: &[T], item: impl Fn(&mut String, T)) {
+    let _ = write!(out, "\"{key}\":[");
+    for (i, &case) in all.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        item(out, case);
+    }
+    out.push_str("],");
+}
+
+fn name(out: &mut String, name: &str) {
+    let _ = write!(out, "\"{name}\"");
+}
+
+/// The tables as JSON: `states`, `reasons`, `rejectReasons`, `classes`, `outcomeKinds`
+/// (names, index = code), `fields` (`{ name, option, kind }` by code), and the numbers of
+/// the wasm interface (`codes`, limits and layouts; the reading limit is
+/// [`reading_limit_ms`]).
+#[wasm_bindgen]
+pub fn tables() -> String {
+    let mut out = String::from("{");
+    list(&mut out, "states", State::ALL, |o, c| name(o, c.name()));
+    list(&mut out, "reasons", Reason::ALL, |o, c| name(o, c.name()));
+    list(&mut out, "rejectReasons", RejectReason::ALL, |o, c| {
+        name(o, c.name())
+    });
+    list(&mut out, "classes", Class::ALL, |o, c| name(o, c.name()));
+    list(&mut out, "outcomeKinds", OutcomeKind::ALL, |o, c| {
+        name(o, c.name())
+    });
+    list(&mut out, "fields", Field::ALL, |o, f| {
+        let _ = write!(
+            o,
+            "{{\"name\":\"{}\",\"option\":\"{}\",\"kind\":\"{}\"}}",
+            f.name(),
+            f.js_name(),
+            kind_name(f.kind())
+        );
+    });
+    let _ = write!(
+        out,
+        "\"codes\":{{\"transitioned\":{TRANSITIONED},\"needClock\":{NEED_CLOCK},\
+         \"badOutcome\":{BAD_OUTCOME},\"notAPermit\":{NOT_A_PERMIT},\
+         \"kindBase\":{KIND_BASE},\"grpcBase\":{GRPC_BASE}}},\
+         \"handleLimit\":{HANDLE_LIMIT},\"maxOutstanding\":{MAX_OUTSTANDING},\
+         \"statusMin\":{},\"statusMax\":{},\"grpcMax\":{},\
+         \"maxTransitions\":{MAX_TRANSITIONS},\"transitionWidth\":{TRANSITION_WIDTH},\
+         \"metricsFixed\":{METRICS_FIXED},\"metricsLen\":{METRICS_LEN}}}",
+        HttpStatus::MIN,
+        HttpStatus::MAX,
+        GrpcCode::MAX,
+    );
+    out
+}
+
+/// The first clock reading (ms) that is not observed (see [`crate::time`]). An export of
+/// its own: writing a float into the JSON would pull in float formatting (~20 KB).
+#[wasm_bindgen]
+pub fn reading_limit_ms() -> f64 {
+    READING_LIMIT_MS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tables_are_json_shaped() {
+        let json = tables();
+        assert!(
+            json.starts_with("{\"states\":[\"closed\",\"open\","),
+            "{json}"
+        );
+        assert!(json
+            .contains("{\"name\":\"cooldown\",\"option\":\"cooldownMs\",\"kind\":\"duration\"}"));
+        assert!(json.contains("\"needClock\":-1073741824,"));
+        assert!(json.ends_with("\"metricsLen\":25}"), "{json}");
+        let fields = json.matches("\"option\":").count();
+        assert_eq!(fields, Field::ALL.len());
+    }
+}

@@ -1,0 +1,218 @@
+// Outcomes as the numbers the wasm layer takes (js/crate/src/outcome.rs): an HTTP status
+// is itself, a kind is `kindBase + ` its core code, a gRPC code `grpcBase + code`. One
+// rule reads the status of a response-like value, for `record`, for the values `execute`'s
+// function resolves with, and for the errors it throws.
+
+import { describe } from './errors.js';
+import { onInstall } from './tables.js';
+
+export let SUCCESS = 0;
+export let TIMEOUT = 0;
+export let CONNECTION_ERROR = 0;
+export let FAILURE = 0;
+export let CANCELLED = 0;
+let KIND_BASE = 0;
+let GRPC_BASE = 0;
+let STATUS_MIN = 0;
+let STATUS_MAX = 0;
+let GRPC_MAX = 0;
+/** kind name -> code, for the kinds that carry no number. */
+let kindCodes = new Map();
+/** code - KIND_BASE -> kind name. */
+let kindNames = [];
+
+onInstall((t) => {
+  KIND_BASE = t.codes.kindBase;
+  GRPC_BASE = t.codes.grpcBase;
+  STATUS_MIN = t.statusMin;
+  STATUS_MAX = t.statusMax;
+  GRPC_MAX = t.grpcMax;
+  kindNames = t.outcomeKinds;
+  kindCodes = new Map();
+  kindNames.forEach((name, code) => {
+    if (name !== 'status' && name !== 'grpc') kindCodes.set(name, KIND_BASE + code);
+  });
+  SUCCESS = kindCodes.get('success');
+  TIMEOUT = kindCodes.get('timeout');
+  CONNECTION_ERROR = kindCodes.get('connection-error');
+  FAILURE = kindCodes.get('failure');
+  CANCELLED = kindCodes.get('cancelled');
+});
+
+// What `statusCodeOf` says besides an outcome code (all negative: codes are >= 0).
+const NO_STATUS = -1;
+const BAD_STATUS = -2;
+const UNREADABLE = -3;
+
+const DIGITS = /^\d{1,3}$/;
+
+/**
+ * The rule for a response-like value (a fetch `Response`, `{ status }`, `{ statusCode }`,
+ * an HTTP client's error): its `status`, or `statusCode` when `status` is absent, given as
+ * an integer or its decimal string:
+ * - 100–599: that HTTP status;
+ * - 0: no HTTP answer — `Response.error()` and other network errors are a connection
+ *   error, an opaque response (a browser's `no-cors` fetch, which did get an answer) a
+ *   success;
+ * - absent: NO_STATUS; anything else: BAD_STATUS; a getter that throws: UNREADABLE.
+ */
+function statusCodeOf(value) {
+  let status;
+  try {
+    status = value.status;
+    if (status === undefined || status === null) status = value.statusCode;
+    if (status === undefined || status === null) return NO_STATUS;
+    if (typeof status === 'string' && DIGITS.test(status)) status = Number(status);
+    if (typeof status !== 'number' || !Number.isInteger(status)) return BAD_STATUS;
+    if (status >= STATUS_MIN && status <= STATUS_MAX) return status;
+    if (status !== 0) return BAD_STATUS;
+    const type = value.type;
+    return type === 'opaque' || type === 'opaqueredirect' ? SUCCESS : CONNECTION_ERROR;
+  } catch {
+    return UNREADABLE;
+  }
+}
+
+/** The outcome code of a value `fn` resolved with: by its status, else a success. */
+export function valueCode(value) {
+  if (typeof value === 'object' && value !== null) {
+    const code = statusCodeOf(value);
+    if (code >= 0) return code;
+  }
+  return SUCCESS;
+}
+
+/** Error codes that mean the connection failed: the upstream is unreachable. */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EAI_AGAIN', 'EPIPE',
+  'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'EADDRNOTAVAIL',
+  // undici (Node's fetch) wraps socket failures in these.
+  'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_CLOSED',
+]);
+/** Error codes that mean the call itself took too long. */
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ABORT_ERR_TIMEOUT']);
+
+/**
+ * The outcome code of an error `fn` threw: the status it carries (the rule above); a gRPC
+ * status of a grpc-js error; a connection failure or timeout by its `code`;
+ * `TimeoutError` as a timeout and `AbortError` as cancelled; else a generic failure.
+ * Walks `cause` (fetch wraps socket errors as `TypeError: fetch failed` with the real
+ * error as its cause) and the first error of an `AggregateError`. Never throws: an error
+ * whose properties cannot be read is a failure.
+ */
+export function errorCode(error) {
+  try {
+    let err = error;
+    for (let depth = 0; depth < 5 && typeof err === 'object' && err !== null; depth++) {
+      const status = statusCodeOf(err);
+      if (status >= 0) return status;
+      const code = err.code;
+      if (typeof code === 'string') {
+        if (CONNECTION_CODES.has(code)) return CONNECTION_ERROR;
+        if (TIMEOUT_CODES.has(code)) return TIMEOUT;
+      } else if (typeof code === 'number' && Number.isInteger(code) && code >= 0 && code <= GRPC_MAX &&
+        'details' in err && 'metadata' in err) {
+        return GRPC_BASE + code; // @grpc/grpc-js ServiceError
+      }
+      const name = err.name;
+      if (name === 'TimeoutError') return TIMEOUT;
+      if (name === 'AbortError') return CANCELLED;
+      const cause = err.cause;
+      if (cause !== undefined && cause !== err) {
+        err = cause;
+      } else if (Array.isArray(err.errors) && err.errors.length > 0) {
+        err = err.errors[0];
+      } else {
+        break;
+      }
+    }
+  } catch {
+    // A getter or Proxy trap that throws: nothing more to learn from this error.
+  }
+  return FAILURE;
+}
+
+const OUTCOME_FORMS = "a kind ('success', 'timeout', ...), an HTTP status, a response with a status, or { grpc }";
+
+function statusOutcome(status) {
+  if (!Number.isInteger(status)) throw new RangeError(`HTTP status ${status} is not an integer`);
+  if (status < STATUS_MIN || status > STATUS_MAX) {
+    throw new RangeError(`HTTP status ${status} is outside ${STATUS_MIN}-${STATUS_MAX}`);
+  }
+  return status;
+}
+
+function grpcOutcome(code) {
+  if (typeof code !== 'number') throw new TypeError(`gRPC code must be a number (received ${describe(code)})`);
+  if (!Number.isInteger(code) || code < 0 || code > GRPC_MAX) {
+    throw new RangeError(`gRPC code ${code} is not an integer in 0-${GRPC_MAX}`);
+  }
+  return GRPC_BASE + code;
+}
+
+const NAMED = /^(status|grpc):(\d+)$/;
+
+/**
+ * The outcome code of what a caller passes to `record`. A response-like object goes by
+ * the same rule as in `execute`; what that rule cannot read is refused (a `TypeError` or
+ * `RangeError` that names the value), since `record` is told the outcome.
+ */
+export function outcomeCode(outcome) {
+  switch (typeof outcome) {
+    case 'number':
+      return statusOutcome(outcome);
+    case 'string': {
+      // The commonest outcome, without a map lookup.
+      if (outcome === 'success') return SUCCESS;
+      const code = kindCodes.get(outcome);
+      if (code !== undefined) return code;
+      const match = NAMED.exec(outcome);
+      if (match !== null) return match[1] === 'status' ? statusOutcome(Number(match[2])) : grpcOutcome(Number(match[2]));
+      throw new TypeError(`unknown outcome ${describe(outcome)}: expected ${[...kindCodes.keys()].join(', ')}, ` +
+        'an HTTP status, or { grpc }');
+    }
+    case 'bigint':
+      throw new TypeError(`outcome ${describe(outcome)} is a BigInt: pass an HTTP status as a number`);
+    case 'object':
+      if (outcome !== null) return objectOutcome(outcome);
+      break;
+    default:
+      break;
+  }
+  throw new TypeError(`outcome must be ${OUTCOME_FORMS} (received ${describe(outcome)})`);
+}
+
+function objectOutcome(outcome) {
+  let grpc;
+  try {
+    grpc = Object.hasOwn(outcome, 'grpc') ? outcome.grpc : undefined;
+  } catch (cause) {
+    throw new TypeError(`outcome ${describe(outcome)} could not be read`, { cause });
+  }
+  if (grpc !== undefined) return grpcOutcome(grpc);
+  const code = statusCodeOf(outcome);
+  if (code >= 0) return code;
+  if (code === NO_STATUS) {
+    throw new TypeError(`outcome must be ${OUTCOME_FORMS} (received ${describe(outcome)} without a status)`);
+  }
+  if (code === UNREADABLE) throw new TypeError(`the status of outcome ${describe(outcome)} could not be read`);
+  throw new RangeError(`the status of outcome ${describe(outcome)} is not an HTTP status (${STATUS_MIN}-${STATUS_MAX}) ` +
+    'or 0 (no answer)');
+}
+
+/** An outcome code as the outcome `record` takes (`'timeout'`, `503`, `{ grpc: 14 }`, ...). */
+function outcomeOfCode(code) {
+  if (code < KIND_BASE) return code;
+  if (code >= GRPC_BASE) return { grpc: code - GRPC_BASE };
+  return kindNames[code - KIND_BASE];
+}
+
+/** How `execute` classifies a value `fn` resolved with, as an outcome for `record`. */
+export function classifyResult(value) {
+  return outcomeOfCode(valueCode(value));
+}
+
+/** How `execute` classifies an error `fn` threw, as an outcome for `record`. */
+export function classifyError(error) {
+  return outcomeOfCode(errorCode(error));
+}

@@ -1,0 +1,71 @@
+// A breaker's listeners: `transition` (every one), the state entered (`open`,
+// `half-open`, ...), and `clock-error` (a clock reading that was not observed).
+
+import { onInstall } from './tables.js';
+
+let events = new Set();
+onInstall((t) => {
+  events = new Set(['transition', 'clock-error', ...t.states]);
+});
+
+export class Listeners {
+  /** event name -> listeners, or null while nobody listens. */
+  #map = null;
+
+  on(event, listener) {
+    if (typeof listener !== 'function') throw new TypeError('listener must be a function');
+    if (!events.has(event)) {
+      throw new TypeError(`unknown event ${JSON.stringify(String(event))}: expected ${[...events].join(', ')}`);
+    }
+    this.#map ??= new Map();
+    const list = this.#map.get(event);
+    if (list === undefined) this.#map.set(event, [listener]);
+    else list.push(listener);
+  }
+
+  once(event, listener) {
+    const wrapper = (payload) => {
+      this.off(event, wrapper);
+      listener(payload);
+    };
+    wrapper.listener = listener;
+    this.on(event, wrapper);
+  }
+
+  off(event, listener) {
+    const list = this.#map?.get(event);
+    if (list === undefined) return;
+    const i = list.findIndex((l) => l === listener || l.listener === listener);
+    if (i >= 0) list.splice(i, 1);
+    if (list.length === 0) this.#map.delete(event);
+    if (this.#map.size === 0) this.#map = null;
+  }
+
+  /** Whether anybody listens at all (the breaker then skips building payloads). */
+  get any() {
+    return this.#map !== null;
+  }
+
+  has(event) {
+    return this.#map?.has(event) === true;
+  }
+
+  /**
+   * Calls the listeners of `event`. One that throws stops neither the others nor the
+   * breaker call that caused the event: its error is rethrown asynchronously (an uncaught
+   * exception, as from any event listener).
+   */
+  emit(event, payload) {
+    const list = this.#map?.get(event);
+    if (list === undefined) return;
+    for (const listener of [...list]) {
+      try {
+        listener(payload);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
+  }
+}

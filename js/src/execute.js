@@ -1,0 +1,188 @@
+// `execute`: runs a function through a breaker, classifies how it went, records that
+// exactly once, and always settles the promise it returns — whatever the function, its
+// result, the caller's signal or the breaker (disposed meanwhile) do.
+
+import { CANCELLED, TIMEOUT, errorCode, valueCode } from './classify.js';
+import { addDeadline } from './deadlines.js';
+import { typeError } from './errors.js';
+import { checkTimeout, own } from './options.js';
+
+/** The breaker's side of `execute`: records an outcome code, never throwing. */
+export const settle = Symbol('settle');
+/** The breaker's side of `execute`: the `CircuitOpenError` for a rejection code. */
+export const rejection = Symbol('rejection');
+
+/**
+ * The signal handed to `fn` when the call has neither a timeout nor a signal: one shared
+ * signal that never aborts. Its `addEventListener` keeps nothing: a listener on a signal
+ * that never aborts could never run, and kept, the listeners of every call (fetch adds
+ * one per request) would pile up on it forever. Made on first use: workerd refuses
+ * `new AbortController()` in a module's global scope.
+ */
+let neverAborts = null;
+
+function neverAbortingSignal() {
+  if (neverAborts === null) {
+    neverAborts = new AbortController().signal;
+    Object.defineProperty(neverAborts, 'addEventListener', {
+      value: function addEventListener() {},
+      writable: true,
+      configurable: true,
+    });
+  }
+  return neverAborts;
+}
+
+function applyFallback(fallback, error) {
+  return typeof fallback === 'function' ? fallback(error) : fallback;
+}
+
+function isSignal(signal) {
+  return typeof signal === 'object' && signal !== null && typeof signal.aborted === 'boolean' &&
+    typeof signal.addEventListener === 'function' && typeof signal.removeEventListener === 'function';
+}
+
+/** `breaker.execute(fn, options)`, with the breaker's default timeout. */
+export function execute(breaker, fn, options, defaultTimeoutMs) {
+  let timeoutMs = defaultTimeoutMs;
+  let signal;
+  let hasFallback = false;
+  let fallback;
+  let permit;
+  try {
+    if (typeof fn !== 'function') throw new TypeError('execute(fn): fn must be a function');
+    if (options !== undefined) {
+      if (typeof options !== 'object' || options === null) {
+        throw typeError('options', 'execute options must be an object', options);
+      }
+      const timeout = own(options, 'timeoutMs');
+      if (timeout !== undefined) timeoutMs = checkTimeout('timeoutMs', timeout);
+      const given = own(options, 'signal');
+      if (given !== undefined && given !== null) {
+        if (!isSignal(given)) throw typeError('signal', 'signal must be an AbortSignal', given);
+        if (given.aborted) return Promise.reject(given.reason);
+        signal = given;
+      }
+      fallback = own(options, 'fallback');
+      hasFallback = fallback !== undefined;
+    }
+    permit = breaker.acquire();
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  if (permit < 0) return rejected(breaker[rejection](permit), hasFallback, fallback);
+  if (timeoutMs === undefined && signal === undefined) return run(breaker, fn, permit, hasFallback, fallback);
+  return runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallback);
+}
+
+function rejected(error, hasFallback, fallback) {
+  if (!hasFallback) return Promise.reject(error);
+  try {
+    return Promise.resolve(applyFallback(fallback, error));
+  } catch (fallbackError) {
+    return Promise.reject(fallbackError);
+  }
+}
+
+async function run(breaker, fn, permit, hasFallback, fallback) {
+  let value;
+  try {
+    value = await fn(neverAbortingSignal());
+  } catch (error) {
+    breaker[settle](permit, errorCode(error));
+    if (hasFallback) return applyFallback(fallback, error);
+    throw error;
+  }
+  breaker[settle](permit, valueCode(value));
+  return value;
+}
+
+function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallback) {
+  return new Promise((resolve, reject) => {
+    const controller = new AbortController();
+    let done = false;
+    // The deadline entry, when there is a timeout (see deadlines.js).
+    let entry;
+    const finish = (code) => {
+      done = true;
+      if (entry !== undefined) {
+        entry.done = true;
+        entry.queue.settled();
+      }
+      if (signal !== undefined) {
+        try {
+          signal.removeEventListener('abort', onAbort);
+        } catch {
+          // The caller's signal-like object failed; the call is over either way.
+        }
+      }
+      breaker[settle](permit, code);
+    };
+    const fail = (error) => {
+      if (!hasFallback) {
+        reject(error);
+        return;
+      }
+      try {
+        resolve(applyFallback(fallback, error));
+      } catch (fallbackError) {
+        reject(fallbackError);
+      }
+    };
+    const onAbort = () => {
+      if (done) return;
+      // The caller gave up: no evidence about the upstream, and no fallback either.
+      finish(CANCELLED);
+      let reason;
+      try {
+        reason = signal.reason;
+      } catch (error) {
+        reason = error;
+      }
+      controller.abort(reason);
+      reject(reason);
+    };
+    if (signal !== undefined) {
+      try {
+        signal.addEventListener('abort', onAbort, { once: true });
+      } catch (error) {
+        finish(CANCELLED);
+        reject(error);
+        return;
+      }
+    }
+    if (timeoutMs !== undefined) {
+      entry = {
+        done: false,
+        deadline: 0,
+        queue: null,
+        expire() {
+          if (done) return;
+          const error = new DOMException(`operation timed out after ${timeoutMs} ms`, 'TimeoutError');
+          finish(TIMEOUT);
+          controller.abort(error);
+          fail(error);
+        },
+      };
+      addDeadline(timeoutMs, entry);
+    }
+    let pending;
+    try {
+      pending = Promise.resolve(fn(controller.signal));
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    pending.then(
+      (value) => {
+        if (done) return;
+        finish(valueCode(value));
+        resolve(value);
+      },
+      (error) => {
+        if (done) return;
+        finish(errorCode(error));
+        fail(error);
+      },
+    );
+  });
+}
