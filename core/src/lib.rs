@@ -49,6 +49,8 @@
     clippy::unimplemented
 )]
 
+#[cfg(feature = "alloc")]
+extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
@@ -56,6 +58,8 @@ mod table;
 
 mod codec;
 mod config;
+#[cfg(feature = "alloc")]
+mod handles;
 mod inflight;
 mod metrics;
 mod outcome;
@@ -77,6 +81,8 @@ pub use config::{
     Config, ConfigError, Field, FieldKind, Rule, MAX_BACKOFF_FACTOR, MAX_BUCKETS, MAX_PROBES,
     MAX_WINDOW_CALLS,
 };
+#[cfg(feature = "alloc")]
+pub use handles::{PermitTable, HANDLE_BITS, HANDLE_LIMIT, MAX_OUTSTANDING};
 pub use metrics::{Metrics, REJECT_REASONS};
 pub use outcome::{
     Class, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, OutcomeKind, StatusSet,

@@ -80,12 +80,28 @@ fn main() {
                         .ok();
                     }
                     "bare-resource-flat" => {
-                        let p = api.call_acquire_flat(&mut store, me, 1).unwrap().decision.unwrap();
-                        black_box(api.call_record_flat(&mut store, me, p, Outcome::Success, 1).unwrap()).ok();
+                        let p = api
+                            .call_acquire_flat(&mut store, me, 1)
+                            .unwrap()
+                            .decision
+                            .unwrap();
+                        black_box(
+                            api.call_record_flat(&mut store, me, p, Outcome::Success, 1)
+                                .unwrap(),
+                        )
+                        .ok();
                     }
                     "bare-resource-listing" => {
-                        let p = api.call_acquire(&mut store, me, 1).unwrap().decision.unwrap();
-                        black_box(api.call_record_outcome(&mut store, me, p, Outcome::Success, 1).unwrap()).ok();
+                        let p = api
+                            .call_acquire(&mut store, me, 1)
+                            .unwrap()
+                            .decision
+                            .unwrap();
+                        black_box(
+                            api.call_record_outcome(&mut store, me, p, Outcome::Success, 1)
+                                .unwrap(),
+                        )
+                        .ok();
                     }
                     "bare-state" => {
                         black_box(api.call_state(&mut store, me, 1).unwrap());

@@ -14,9 +14,9 @@ use tripgate_core::{
 };
 use wasm_bindgen::prelude::*;
 
-use crate::permits::{Permits, HANDLE_LIMIT};
 use crate::time::{ms, reading};
 use crate::{config, outcome, BAD_OUTCOME, NEED_CLOCK, NOT_A_PERMIT, TRANSITIONED};
+use tripgate_core::{PermitTable, HANDLE_LIMIT};
 
 /// Numbers per transition in [`Breaker::transitions`]: from, to, reason, at (ms), epoch.
 pub const TRANSITION_WIDTH: usize = 5;
@@ -34,7 +34,7 @@ const COUNTER_SPREAD: u32 = 331_804_471;
 #[wasm_bindgen]
 pub struct Breaker {
     core: Core,
-    permits: Permits,
+    permits: PermitTable,
     /// Transitions of the last call that caused any.
     transitions: Transitions,
     /// The last rejection's retry-after, state and reason.
@@ -62,7 +62,7 @@ impl Breaker {
             .fetch_add(1, Ordering::Relaxed)
             .wrapping_mul(COUNTER_SPREAD);
         Ok(Self {
-            permits: Permits::new(start, config.probe_timeout),
+            permits: PermitTable::new(start, config.probe_timeout),
             core,
             transitions: Transitions::default(),
             retry_after: 0,

@@ -9,7 +9,7 @@
 //!
 //! The modules: [`time`](mod@time) (clock readings and durations), [`config`](mod@config)
 //! (JS options to the core's [`Config`](tripgate_core::Config)), [`outcome`](mod@outcome)
-//! (outcome codes), [`permits`](mod@permits) (the table of outstanding permits),
+//! (outcome codes; permits live in the core's [`PermitTable`](tripgate_core::PermitTable)),
 //! [`breaker`](mod@breaker) (the exported breaker) and [`tables`](mod@tables).
 //!
 //! ## Return codes
@@ -31,7 +31,6 @@
 pub mod breaker;
 pub mod config;
 pub mod outcome;
-pub mod permits;
 pub mod tables;
 pub mod time;
 
@@ -42,7 +41,7 @@ pub use tables::{reading_limit_ms, tables};
 
 /// Added to a permit handle (subtracted from a rejection code) returned by `acquire` when
 /// the call caused transitions. Above every handle, so the sum stays an `i32`.
-pub const TRANSITIONED: i32 = 1 << permits::HANDLE_BITS;
+pub const TRANSITIONED: i32 = 1 << tripgate_core::HANDLE_BITS;
 /// `acquire_closed`: the breaker is not closed (or hang detection is on); call `acquire`
 /// with a clock reading. Between the rejection codes with and without [`TRANSITIONED`],
 /// and a V8 small integer on every build.

@@ -17,9 +17,9 @@ use tripgate_core::{
 use wasm_bindgen::prelude::*;
 
 use crate::breaker::{METRICS_FIXED, METRICS_LEN, TRANSITION_WIDTH};
-use crate::permits::{HANDLE_LIMIT, MAX_OUTSTANDING};
 use crate::time::READING_LIMIT_MS;
 use crate::{BAD_OUTCOME, GRPC_BASE, KIND_BASE, NEED_CLOCK, NOT_A_PERMIT, TRANSITIONED};
+use tripgate_core::{HANDLE_LIMIT, MAX_OUTSTANDING};
 
 /// How JS reads a field's value.
 fn kind_name(kind: FieldKind) -> &'static str {

@@ -1,9 +1,11 @@
-//! The table of outstanding permits, and the numbers JS holds for them.
+//! A table of outstanding permits, for hosts that hand callers one small number per
+//! permit (feature `alloc`).
 //!
-//! The core's plain-number permit is two `u64`s (ticket and start instant), more than one
-//! JS number holds. Each breaker keeps its outstanding permits here instead, and JS holds
-//! a *handle*: `counter << 1 | probe`, below 2³⁰, so it is always a V8 small integer
-//! (a Smi even with pointer compression: no heap number).
+//! The core's plain-number permit is two `u64`s (ticket and start instant): more than one
+//! JS number holds, and more than one WebAssembly scalar. A host keeps the outstanding
+//! permits here instead and hands out a *handle*: `counter << 1 | probe`, below 2³⁰, so
+//! it is a V8 small integer (a Smi even with pointer compression) and one `u32` across the
+//! component boundary. The JS package and the component's scalar path share this table.
 //!
 //! ## How long a number stays unique
 //!
@@ -28,7 +30,11 @@
 //! only while they still count. At most 2²⁰ permits can be out at once; beyond, `acquire`
 //! rejects as `saturated`.
 
-use tripgate_core::{Nanos, Permit, RawPermit};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::permit::{Permit, RawPermit};
+use crate::time::Nanos;
 
 /// Bits of a handle: below 2³⁰, a small integer on every V8 build.
 pub const HANDLE_BITS: u32 = 30;
@@ -43,7 +49,7 @@ const MIN_SLOTS: usize = 16;
 /// A place no permit holds (no handle has all 32 bits set).
 const EMPTY: u32 = u32::MAX;
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Entry {
     handle: u32,
     permit: RawPermit,
@@ -58,7 +64,8 @@ const VACANT: Entry = Entry {
 };
 
 /// Outstanding permits, by handle.
-pub struct Permits {
+#[derive(Debug)]
+pub struct PermitTable {
     entries: Vec<Entry>,
     live: usize,
     next: u32,
@@ -70,7 +77,7 @@ pub struct Permits {
     resweep: Nanos,
 }
 
-impl Permits {
+impl PermitTable {
     /// An empty table whose counter starts at `start`; a full table at its largest is
     /// swept at most once per epoch and `resweep`.
     pub fn new(start: u32, resweep: Nanos) -> Self {
@@ -102,16 +109,16 @@ impl Permits {
         mut holds: impl FnMut(&Permit) -> bool,
         moment: impl FnOnce() -> (u64, Nanos),
     ) -> Result<u32, Permit> {
-        if 2 * (self.live + 1) > self.entries.len() && !self.make_room(&mut holds, moment) {
+        if !self.fits_one_more() && !self.make_room(&mut holds, moment) {
             return Err(permit);
         }
         let probe = u32::from(permit.is_probe());
-        let mask = self.entries.len() - 1;
+        let mask = self.entries.len().saturating_sub(1);
         // At most half full: this finds a free place within a few steps.
         loop {
             let counter = self.next;
-            self.next = (counter + 1) & COUNTER_MASK;
-            let Some(entry) = self.entries.get_mut(counter as usize & mask) else {
+            self.next = counter.wrapping_add(1) & COUNTER_MASK;
+            let Some(entry) = self.entries.get_mut(place(counter, mask)) else {
                 return Err(permit);
             };
             if entry.handle == EMPTY {
@@ -120,7 +127,7 @@ impl Permits {
                     handle,
                     permit: permit.into_raw(),
                 };
-                self.live += 1;
+                self.live = self.live.saturating_add(1);
                 return Ok(handle);
             }
         }
@@ -147,10 +154,16 @@ impl Permits {
         if len > 0 {
             self.sweep(holds);
         }
-        if 8 * (self.live + 1) > 3 * len && len < MAX_SLOTS {
+        let after = self.live.saturating_add(1);
+        if after.saturating_mul(8) > len.saturating_mul(3) && len < MAX_SLOTS {
             self.grow();
         }
-        2 * (self.live + 1) <= self.entries.len()
+        self.fits_one_more()
+    }
+
+    /// Whether one more permit keeps the table at most half full.
+    fn fits_one_more(&self) -> bool {
+        self.live.saturating_add(1).saturating_mul(2) <= self.entries.len()
     }
 
     /// Drops the entries that hold nothing.
@@ -160,7 +173,7 @@ impl Permits {
                 let keep = entry.permit.into_permit().is_ok_and(|p| holds(&p));
                 if !keep {
                     entry.handle = EMPTY;
-                    self.live -= 1;
+                    self.live = self.live.saturating_sub(1);
                 }
             }
         }
@@ -169,12 +182,16 @@ impl Permits {
     /// Doubles the table. Each entry moves to `counter mod new size`: two entries apart
     /// modulo the old size are apart modulo the new one too.
     fn grow(&mut self) {
-        let len = (self.entries.len() * 2).clamp(MIN_SLOTS, MAX_SLOTS);
-        let mask = len - 1;
+        let len = self
+            .entries
+            .len()
+            .saturating_mul(2)
+            .clamp(MIN_SLOTS, MAX_SLOTS);
+        let mask = len.saturating_sub(1);
         let mut entries = vec![VACANT; len];
         for entry in self.entries.iter().filter(|e| e.handle != EMPTY) {
-            if let Some(place) = entries.get_mut((entry.handle >> 1) as usize & mask) {
-                *place = *entry;
+            if let Some(slot) = entries.get_mut(place(entry.handle >> 1, mask)) {
+                *slot = *entry;
             }
         }
         self.entries = entries;
@@ -186,21 +203,32 @@ impl Permits {
     #[inline]
     pub fn take(&mut self, handle: u32) -> Option<Permit> {
         let mask = self.entries.len().checked_sub(1)?;
-        let entry = self.entries.get_mut((handle >> 1) as usize & mask)?;
+        let entry = self.entries.get_mut(place(handle >> 1, mask))?;
         if entry.handle != handle {
             return None;
         }
         entry.handle = EMPTY;
-        self.live -= 1;
+        self.live = self.live.saturating_sub(1);
         entry.permit.into_permit().ok()
     }
 }
 
+/// The place of a counter value in a table of `mask + 1` places.
+fn place(counter: u32, mask: usize) -> usize {
+    usize::try_from(counter).unwrap_or(usize::MAX) & mask
+}
+
 #[cfg(test)]
 mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::arithmetic_side_effects
+    )]
+    extern crate std;
     use super::*;
+    use crate::{Breaker, Config, Outcome};
     use std::collections::HashMap;
-    use tripgate_core::{Breaker, Config, Outcome};
 
     fn admit(core: &mut Breaker, now: Nanos) -> Permit {
         core.acquire(now).decision.expect("admitted")
@@ -209,7 +237,7 @@ mod tests {
     #[test]
     fn one_call_at_a_time_never_repeats_a_number_in_two_million_permits() {
         let mut core = Breaker::new(Config::default(), 0).unwrap();
-        let mut permits = Permits::new(12_345, 1);
+        let mut permits = PermitTable::new(12_345, 1);
         let mut seen = std::collections::HashSet::new();
         for _ in 0..2_000_000 {
             let permit = admit(&mut core, 0);
@@ -232,7 +260,7 @@ mod tests {
             0,
         )
         .unwrap();
-        let mut permits = Permits::new(0, 10);
+        let mut permits = PermitTable::new(0, 10);
         let mut out = HashMap::new();
         // A mix: most calls return at once, every seventh stays out (a leak or a slow call).
         for i in 0..200_000u32 {
@@ -258,7 +286,7 @@ mod tests {
     #[test]
     fn a_full_table_at_its_largest_is_swept_once_per_epoch_and_period() {
         let mut core = Breaker::new(Config::default(), 0).unwrap();
-        let mut permits = Permits::new(0, 10);
+        let mut permits = PermitTable::new(0, 10);
         let sweeps = std::cell::Cell::new(0);
         for _ in 0..MAX_OUTSTANDING {
             permits
