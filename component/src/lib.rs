@@ -36,7 +36,8 @@ use core::cell::{Cell, RefCell};
 
 use tripgate_core as core_api;
 use tripgate_core::{
-    Breaker, Field, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, Permit, Rule, StatusSet,
+    Breaker, Field, GrpcCode, GrpcSet, HandleAdmission, HandleRecord, HttpStatus, Outcome,
+    OutcomeError, Permit, PermitTable, Rule, StatusSet,
 };
 
 wit_bindgen::generate!({
@@ -122,6 +123,8 @@ impl wit::Guest for Component {
 struct Held {
     core: RefCell<Breaker>,
     last: Cell<core_api::Transitions>,
+    /// The permits `acquire-handle` handed out, made on first use.
+    handles: RefCell<Option<PermitTable>>,
 }
 
 impl Held {
@@ -189,10 +192,10 @@ type Counted<T> = (T, u8);
 
 impl BreakerResource {
     #[inline(never)]
-    fn acquire_core(&self, now: u64) -> Counted<Result<Permit, wit::Rejection>> {
+    fn acquire_core(&self, now: u64) -> Counted<Result<Permit, core_api::Rejection>> {
         let admission = self.0.core.borrow_mut().acquire(now);
         let count = self.0.note(admission.transitions);
-        (admission.decision.map_err(rejection), count)
+        (admission.decision, count)
     }
 
     fn permit_resource(&self, permit: Permit) -> wit::Permit {
@@ -293,6 +296,26 @@ impl BreakerResource {
     }
 }
 
+impl BreakerResource {
+    /// Stores a permit in the handle table (made on first use); the permit back when
+    /// 2^20 handles are out.
+    fn store(&self, permit: Permit, now: u64) -> Result<u32, Permit> {
+        let mut handles = self.0.handles.borrow_mut();
+        let core = self.0.core.borrow();
+        let table = handles.get_or_insert_with(|| {
+            // Breakers of one instance start their counters apart, so a handle given to
+            // the wrong breaker most likely names nothing there.
+            let start = u32::try_from(Rc::as_ptr(&self.0) as usize).unwrap_or(0);
+            PermitTable::new(start.wrapping_mul(0x9E37_79B9), core.config().probe_timeout)
+        });
+        table.insert(
+            permit,
+            |p| core.holds(p, now),
+            || (core.metrics(now).epoch, now),
+        )
+    }
+}
+
 fn raw(permit: Permit) -> wit::RawPermit {
     let raw = permit.into_raw();
     wit::RawPermit {
@@ -305,6 +328,7 @@ impl wit::GuestBreaker for BreakerResource {
     fn create(config: wit::Config, now: u64) -> Result<wit::Breaker, wit::ConfigError> {
         let breaker = Breaker::new(core_config(config)?, now).map_err(config_error)?;
         Ok(wit::Breaker::new(BreakerResource(Rc::new(Held {
+            handles: RefCell::new(None),
             core: RefCell::new(breaker),
             last: Cell::new(core_api::Transitions::default()),
         }))))
@@ -313,7 +337,9 @@ impl wit::GuestBreaker for BreakerResource {
     fn acquire(&self, now: u64) -> wit::Admission {
         let (decision, count) = self.acquire_core(now);
         wit::Admission {
-            decision: decision.map(|permit| self.permit_resource(permit)),
+            decision: decision
+                .map(|permit| self.permit_resource(permit))
+                .map_err(rejection),
             transitions: self.listed(count),
         }
     }
@@ -331,7 +357,7 @@ impl wit::GuestBreaker for BreakerResource {
     fn acquire_raw(&self, now: u64) -> wit::RawAdmission {
         let (decision, count) = self.acquire_core(now);
         wit::RawAdmission {
-            decision: decision.map(raw),
+            decision: decision.map(raw).map_err(rejection),
             transitions: self.listed(count),
         }
     }
@@ -349,7 +375,9 @@ impl wit::GuestBreaker for BreakerResource {
     fn acquire_flat(&self, now: u64) -> wit::Acquired {
         let (decision, transitions) = self.acquire_core(now);
         wit::Acquired {
-            decision: decision.map(|permit| self.permit_resource(permit)),
+            decision: decision
+                .map(|permit| self.permit_resource(permit))
+                .map_err(rejection),
             transitions,
         }
     }
@@ -364,22 +392,74 @@ impl wit::GuestBreaker for BreakerResource {
         Ok(self.record_core(permit, outcome, now).0)
     }
 
-    fn acquire_raw_flat(&self, now: u64) -> wit::AcquiredRaw {
+    fn acquire_handle(&self, now: u64) -> i64 {
         let (decision, transitions) = self.acquire_core(now);
-        wit::AcquiredRaw {
-            decision: decision.map(raw),
-            transitions,
-        }
+        let stored = decision.map(|permit| self.store(permit, now));
+        let admission = match stored {
+            Ok(Ok(handle)) => HandleAdmission::Admitted {
+                handle,
+                transitions,
+            },
+            Err(rejection) => HandleAdmission::Rejected {
+                rejection,
+                transitions,
+            },
+            Ok(Err(permit)) => {
+                // 2^20 handles out: hand the permit straight back, uncounted.
+                let (_, more) = self.record_core(permit, Outcome::Ignored, now);
+                let state = self.0.core.borrow().state(now);
+                HandleAdmission::Rejected {
+                    rejection: core_api::Rejection {
+                        state,
+                        reason: core_api::RejectReason::Saturated,
+                        retry_after: 0,
+                    },
+                    transitions: transitions.saturating_add(more),
+                }
+            }
+        };
+        admission.encode()
     }
 
-    fn record_raw_flat(
-        &self,
-        permit: wit::RawPermit,
-        outcome: wit::Outcome,
-        now: u64,
-    ) -> Result<wit::Judged, wit::RecordError> {
-        let (permit, outcome) = Self::take_raw(permit, outcome)?;
-        Ok(self.record_core(permit, outcome, now).0)
+    fn record_handle(&self, handle: u32, outcome: wit::Outcome, now: u64) -> i32 {
+        let Ok(outcome) = core_outcome(outcome) else {
+            return -1;
+        };
+        let permit = self
+            .0
+            .handles
+            .borrow_mut()
+            .as_mut()
+            .and_then(|table| table.take(handle));
+        let judged = match permit {
+            Some(permit) => self.record_core(permit, outcome, now).0,
+            None => {
+                let recorded = self.0.core.borrow_mut().record_stale(outcome, now);
+                let transitions = self.0.note(recorded.transitions);
+                wit::Judged {
+                    class: case(wit::Class::from_repr, recorded.class.code()),
+                    slow: recorded.slow,
+                    stale: true,
+                    transitions,
+                }
+            }
+        };
+        HandleRecord {
+            class: core_api::Class::from_code(judged.class as u8)
+                .unwrap_or(core_api::Class::Neutral),
+            slow: judged.slow,
+            stale: judged.stale,
+            transitions: judged.transitions,
+        }
+        .encode()
+    }
+
+    fn handles_out(&self) -> u32 {
+        self.0
+            .handles
+            .borrow()
+            .as_ref()
+            .map_or(0, |table| u32::try_from(table.live()).unwrap_or(u32::MAX))
     }
 
     fn last_transitions(&self) -> Vec<wit::Transition> {

@@ -33,7 +33,10 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
+use crate::outcome::Class;
 use crate::permit::{Permit, RawPermit};
+use crate::rejection::{RejectReason, Rejection};
+use crate::state::State;
 use crate::time::Nanos;
 
 /// Bits of a handle: below 2³⁰, a small integer on every V8 build.
@@ -218,6 +221,126 @@ fn place(counter: u32, mask: usize) -> usize {
     usize::try_from(counter).unwrap_or(usize::MAX) & mask
 }
 
+/// What a host that passes one number per call reports for an `acquire` with a handle:
+/// the whole admission in one `i64` ([`Self::encode`]), so a WebAssembly call returns a
+/// scalar. The layout is the WIT's `acquire-handle`:
+///
+/// - admitted: the handle (bit 0 set for a probe) plus `transitions << 30`;
+/// - rejected: `-(1 + r)`, where `r` is the reason's code | the state's code `<< 3` |
+///   `transitions << 6` | retry-after in ns (saturated below 2⁵⁵) `<< 8`.
+///
+/// `transitions` is how many transitions the call caused (at most three).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandleAdmission {
+    /// A permit, stored under this handle.
+    Admitted {
+        /// The handle (below 2³⁰; bit 0 set for a probe).
+        handle: u32,
+        /// Transitions the call caused.
+        transitions: u8,
+    },
+    /// Turned away.
+    Rejected {
+        /// Why, and when to come back.
+        rejection: Rejection,
+        /// Transitions the call caused.
+        transitions: u8,
+    },
+}
+
+const RETRY_LIMIT: u64 = (1 << 55) - 1;
+
+impl HandleAdmission {
+    /// The admission as one number.
+    pub fn encode(self) -> i64 {
+        let count = |t: u8| u64::from(t.min(3));
+        match self {
+            Self::Admitted {
+                handle,
+                transitions,
+            } => {
+                let value = u64::from(handle & (HANDLE_LIMIT - 1)) | count(transitions) << 30;
+                i64::try_from(value).unwrap_or(i64::MAX)
+            }
+            Self::Rejected {
+                rejection,
+                transitions,
+            } => {
+                let r = u64::from(rejection.reason.code())
+                    | u64::from(rejection.state.code()) << 3
+                    | count(transitions) << 6
+                    | rejection.retry_after.min(RETRY_LIMIT) << 8;
+                // `r` is below 2⁶³, so `-1 - r` is a valid negative `i64`.
+                i64::try_from(r).map_or(i64::MIN, |r| (-1i64).saturating_sub(r))
+            }
+        }
+    }
+
+    /// The admission a number encodes; `None` for a number no encoding produces.
+    pub fn decode(value: i64) -> Option<Self> {
+        let count = |bits: u64| u8::try_from(bits & 3).unwrap_or(0);
+        if value >= 0 {
+            let value = u64::try_from(value).ok()?;
+            if value >> 32 != 0 {
+                return None;
+            }
+            return Some(Self::Admitted {
+                handle: u32::try_from(value & u64::from(HANDLE_LIMIT - 1)).ok()?,
+                transitions: count(value >> 30),
+            });
+        }
+        let r = u64::try_from((-1i64).saturating_sub(value)).ok()?;
+        let code = |bits: u64| u8::try_from(bits & 7).ok();
+        Some(Self::Rejected {
+            rejection: Rejection {
+                reason: RejectReason::from_code(code(r)?)?,
+                state: State::from_code(code(r >> 3)?)?,
+                retry_after: r >> 8,
+            },
+            transitions: count(r >> 6),
+        })
+    }
+}
+
+/// What recording a handle's outcome did, in one `i32` ([`Self::encode`]; the WIT's
+/// `record-handle`): the class's code | slow `<< 2` | stale `<< 3` | transitions `<< 4`.
+/// (The WIT uses -1 for an outcome the core refuses.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandleRecord {
+    /// How the outcome was classified.
+    pub class: Class,
+    /// A success slower than `slow-call-duration`.
+    pub slow: bool,
+    /// The permit was stale, or the handle named no permit out: nothing was counted.
+    pub stale: bool,
+    /// Transitions the call caused.
+    pub transitions: u8,
+}
+
+impl HandleRecord {
+    /// The record as one number (never negative).
+    pub fn encode(self) -> i32 {
+        i32::from(self.class.code())
+            | i32::from(self.slow) << 2
+            | i32::from(self.stale) << 3
+            | i32::from(self.transitions.min(3)) << 4
+    }
+
+    /// The record a number encodes; `None` for a number no encoding produces.
+    pub fn decode(value: i32) -> Option<Self> {
+        if !(0..64).contains(&value) {
+            return None;
+        }
+        let bits = u8::try_from(value).ok()?;
+        Some(Self {
+            class: Class::from_code(bits & 3)?,
+            slow: bits & 4 != 0,
+            stale: bits & 8 != 0,
+            transitions: bits >> 4,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(
@@ -232,6 +355,49 @@ mod tests {
 
     fn admit(core: &mut Breaker, now: Nanos) -> Permit {
         core.acquire(now).decision.expect("admitted")
+    }
+
+    #[test]
+    fn scalar_forms_round_trip() {
+        for transitions in 0..=3 {
+            for handle in [0, 1, 42, HANDLE_LIMIT - 1] {
+                let a = HandleAdmission::Admitted {
+                    handle,
+                    transitions,
+                };
+                assert!(a.encode() >= 0);
+                assert_eq!(HandleAdmission::decode(a.encode()), Some(a));
+            }
+            for reason in RejectReason::ALL {
+                for state in State::ALL {
+                    for retry_after in [0, 1, 15_000_000_000, RETRY_LIMIT] {
+                        let a = HandleAdmission::Rejected {
+                            rejection: Rejection {
+                                state: *state,
+                                reason: *reason,
+                                retry_after,
+                            },
+                            transitions,
+                        };
+                        assert!(a.encode() < 0);
+                        assert_eq!(HandleAdmission::decode(a.encode()), Some(a));
+                    }
+                }
+            }
+            for class in Class::ALL {
+                for (slow, stale) in [(false, false), (true, false), (false, true)] {
+                    let r = HandleRecord {
+                        class: *class,
+                        slow,
+                        stale,
+                        transitions,
+                    };
+                    assert_eq!(HandleRecord::decode(r.encode()), Some(r));
+                }
+            }
+        }
+        assert_eq!(HandleAdmission::decode(1 << 40), None);
+        assert_eq!(HandleRecord::decode(-1), None);
     }
 
     #[test]

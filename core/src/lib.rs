@@ -82,7 +82,9 @@ pub use config::{
     MAX_WINDOW_CALLS,
 };
 #[cfg(feature = "alloc")]
-pub use handles::{PermitTable, HANDLE_BITS, HANDLE_LIMIT, MAX_OUTSTANDING};
+pub use handles::{
+    HandleAdmission, HandleRecord, PermitTable, HANDLE_BITS, HANDLE_LIMIT, MAX_OUTSTANDING,
+};
 pub use metrics::{Metrics, REJECT_REASONS};
 pub use outcome::{
     Class, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, OutcomeKind, StatusSet,

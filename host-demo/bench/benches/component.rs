@@ -140,15 +140,11 @@ fn bare(c: &mut Criterion) {
                     .unwrap();
             })
         });
-        group.bench_function("raw permit pair, flat", |b| {
+        group.bench_function("handle pair (scalar results)", |b| {
             b.iter(|| {
-                let permit = api
-                    .call_acquire_raw_flat(&mut *store, me, 1)
-                    .unwrap()
-                    .decision;
-                let permit = permit.unwrap();
-                black_box(api.call_record_raw_flat(&mut *store, me, permit, Outcome::Success, 1))
-                    .unwrap()
+                let handle = api.call_acquire_handle(&mut *store, me, 1).unwrap();
+                let handle = u32::try_from(handle).unwrap();
+                black_box(api.call_record_handle(&mut *store, me, handle, Outcome::Success, 1))
                     .unwrap();
             })
         });

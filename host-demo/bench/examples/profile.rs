@@ -1,7 +1,7 @@
 //! A loop to profile (`perf record -g target/release/examples/profile raw 5000000`):
 //! acquire + record through the library, with a raw permit (`raw`) or a permit resource
 //! (`resource`), or the bare bindings' raw pair with listing (`bare-listing`) or flat
-//! (`bare-flat`) results, or a bare `state()` (`bare-state`). Under
+//! (`bare-flat`: the handle path) results, or a bare `state()` (`bare-state`). Under
 //! `valgrind --tool=callgrind` the instruction counts compare paths on a busy machine.
 
 use std::hint::black_box;
@@ -68,16 +68,12 @@ fn main() {
                         .ok();
                     }
                     "bare-flat" => {
-                        let p = api
-                            .call_acquire_raw_flat(&mut store, me, 1)
-                            .unwrap()
-                            .decision
-                            .unwrap();
+                        let h = api.call_acquire_handle(&mut store, me, 1).unwrap();
+                        let h = u32::try_from(h).unwrap();
                         black_box(
-                            api.call_record_raw_flat(&mut store, me, p, Outcome::Success, 1)
+                            api.call_record_handle(&mut store, me, h, Outcome::Success, 1)
                                 .unwrap(),
-                        )
-                        .ok();
+                        );
                     }
                     "bare-resource-flat" => {
                         let p = api

@@ -486,34 +486,27 @@ impl Breaker {
     /// [`Self::acquire`] with a plain-number permit: no resource to create and drop, but
     /// nothing stops a copy or a forgotten outcome (see [`RawPermit`]).
     pub fn acquire_raw(&self) -> Result<RawAdmission> {
-        let (decision, transitions) = self.with(|api, store, me, now| {
-            let acquired = api.call_acquire_raw_flat(&mut *store, me, now)?;
-            Ok((
-                acquired.decision,
-                counted(api, store, me, acquired.transitions)?,
-            ))
-        })?;
-        self.shared.notify(&transitions);
+        let admission = self.with(|api, store, me, now| api.call_acquire_raw(store, me, now))?;
+        self.shared.notify(&admission.transitions);
         Ok(RawAdmission {
-            decision,
-            transitions,
+            decision: admission.decision,
+            transitions: admission.transitions,
         })
     }
 
     /// Records a raw permit's outcome. An invalid outcome is a [`RecordError`] and the
     /// raw permit stays out.
     pub fn record_raw(&self, permit: RawPermit, outcome: Outcome) -> Result<Recorded> {
-        let recorded = self.with(|api, store, me, now| {
-            match api.call_record_raw_flat(&mut *store, me, permit, outcome, now)? {
-                Ok(judged) => {
-                    let transitions = counted(api, store, me, judged.transitions)?;
-                    Ok(Ok(Recorded::new(judged, transitions)))
-                }
-                Err(error) => Ok(Err(RecordError(error))),
-            }
-        })??;
+        let recorded =
+            self.with(|api, store, me, now| api.call_record_raw(store, me, permit, outcome, now))?;
+        let recorded = recorded.map_err(RecordError)?;
         self.shared.notify(&recorded.transitions);
-        Ok(recorded)
+        Ok(Recorded {
+            class: recorded.class,
+            slow: recorded.slow,
+            stale: recorded.stale,
+            transitions: recorded.transitions,
+        })
     }
 
     /// The effective state now.

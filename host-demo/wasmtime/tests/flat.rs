@@ -1,7 +1,9 @@
-//! The component's two result shapes agree: the flat functions (`acquire-flat`,
-//! `record-flat`, their raw forms, counts plus `last-transitions`) report exactly what the
-//! listing ones (`acquire`, `record-outcome`, …) do, call by call, on twin breakers.
+//! The component's result shapes agree: the scalar handle path (`acquire-handle`,
+//! `record-handle`) and the flat one (`acquire-flat`, `record-flat`), with counts plus
+//! `last-transitions`, report exactly what the listing functions (`acquire-raw`,
+//! `record-raw`, `acquire`, `record-outcome`) do, call by call, on twin breakers.
 
+use tripgate_core::{HandleAdmission, HandleRecord};
 use tripgate_wasmtime::bindings::Tripgate;
 use tripgate_wasmtime::wit::{self, Outcome, Transition};
 use tripgate_wasmtime::{COMPONENT, MILLISECOND as MS, SECOND as S};
@@ -49,24 +51,56 @@ fn flat_results_and_last_transitions_match_the_listing_functions() {
     let mut reported = 0;
     for (now, outcome) in steps {
         let a = api.call_acquire_raw(&mut store, listing, now).unwrap();
-        let b = api.call_acquire_raw_flat(&mut store, flat, now).unwrap();
-        assert_eq!(a.decision, b.decision, "at {now}");
-        assert_eq!(a.transitions, flat_transitions(&mut store, b.transitions));
+        let b = HandleAdmission::decode(api.call_acquire_handle(&mut store, flat, now).unwrap())
+            .expect("a valid encoding");
+        let (handle, count) = match (&a.decision, b) {
+            (
+                Ok(permit),
+                HandleAdmission::Admitted {
+                    handle,
+                    transitions,
+                },
+            ) => {
+                assert_eq!(handle & 1 == 1, permit.ticket & 127 != 0, "probe at {now}");
+                (Some(handle), transitions)
+            }
+            (
+                Err(r),
+                HandleAdmission::Rejected {
+                    rejection,
+                    transitions,
+                },
+            ) => {
+                assert_eq!(
+                    (r.state as u8, r.reason as u8, r.retry_after),
+                    (
+                        rejection.state.code(),
+                        rejection.reason.code(),
+                        rejection.retry_after
+                    ),
+                    "at {now}"
+                );
+                (None, transitions)
+            }
+            (a, b) => panic!("at {now}: {a:?} vs {b:?}"),
+        };
+        assert_eq!(a.transitions, flat_transitions(&mut store, count));
         reported += a.transitions.len();
-        let (Ok(pa), Ok(pb), Some(outcome)) = (a.decision, b.decision, outcome) else {
+        let (Ok(pa), Some(handle), Some(outcome)) = (a.decision, handle, outcome) else {
             continue;
         };
         let ra = api
             .call_record_raw(&mut store, listing, pa, outcome, now)
             .unwrap()
             .unwrap();
-        let rb = api
-            .call_record_raw_flat(&mut store, flat, pb, outcome, now)
-            .unwrap()
-            .unwrap();
+        let rb = HandleRecord::decode(
+            api.call_record_handle(&mut store, flat, handle, outcome, now)
+                .unwrap(),
+        )
+        .expect("a valid encoding");
         assert_eq!(
-            (ra.class, ra.slow, ra.stale),
-            (rb.class, rb.slow, rb.stale),
+            (ra.class as u8, ra.slow, ra.stale),
+            (rb.class.code(), rb.slow, rb.stale),
             "at {now}"
         );
         assert_eq!(ra.transitions, flat_transitions(&mut store, rb.transitions));
@@ -92,6 +126,27 @@ fn flat_results_and_last_transitions_match_the_listing_functions() {
         .unwrap();
     assert_eq!(ra.class, rb.class);
     assert_eq!(ra.transitions, flat_transitions(&mut store, rb.transitions));
+    // A handle recorded twice, or never issued, is a stale outcome.
+    let twice = api.call_acquire_handle(&mut store, flat, 5 * S).unwrap();
+    let twice = u32::try_from(twice).unwrap();
+    for _ in 0..2 {
+        api.call_record_handle(&mut store, flat, twice, Outcome::Success, 5 * S)
+            .unwrap();
+    }
+    let never = api
+        .call_record_handle(&mut store, flat, 12_345, Outcome::Status(503), 5 * S)
+        .unwrap();
+    let never = HandleRecord::decode(never).unwrap();
+    assert!(never.stale && never.transitions == 0);
+    assert_eq!(
+        api.call_record_handle(&mut store, flat, 1, Outcome::Status(700), 5 * S)
+            .unwrap(),
+        -1,
+        "an invalid status"
+    );
+    // The probe the scenario never recorded is still out (the table drops what holds
+    // nothing only when it must grow).
+    assert_eq!(api.call_handles_out(&mut store, flat).unwrap(), 1);
     let isolated = api.call_isolate(&mut store, flat, 5 * S).unwrap();
     assert_eq!(isolated.len(), 1);
     assert_eq!(

@@ -71,9 +71,8 @@ macro_rules! workloads {
                         black_box(api.breaker().call_record_outcome(&mut store, me, permit, wit::Outcome::Success, now).unwrap().unwrap());
                     }
                     3 => {
-                        let admission = api.breaker().call_acquire_raw_flat(&mut store, me, now).unwrap();
-                        let permit = admission.decision.unwrap();
-                        black_box(api.breaker().call_record_raw_flat(&mut store, me, permit, wit::Outcome::Success, now).unwrap().unwrap());
+                        let handle = api.breaker().call_acquire_handle(&mut store, me, now).unwrap();
+                        black_box(api.breaker().call_record_handle(&mut store, me, handle as u32, wit::Outcome::Success, now).unwrap());
                     }
                     _ => {
                         let admission = api.breaker().call_acquire_flat(&mut store, me, now).unwrap();
@@ -96,7 +95,7 @@ fn main() {
         "state() (one call, scalar result)",
         "raw permit pair, listing",
         "permit resource pair, listing",
-        "raw permit pair, flat",
+        "handle pair (scalar results)",
         "permit resource pair, flat",
     ];
     for (workload, name) in names.iter().enumerate() {
