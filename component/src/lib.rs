@@ -37,7 +37,7 @@ use core::cell::{Cell, RefCell};
 use tripgate_core as core_api;
 use tripgate_core::{
     Breaker, Field, GrpcCode, GrpcSet, HandleAdmission, HandleRecord, HttpStatus, Outcome,
-    OutcomeError, Permit, PermitTable, Rule, StatusSet,
+    OutcomeError, Permit, PermitTable, Refusal, Rule, StatusSet,
 };
 
 wit_bindgen::generate!({
@@ -210,16 +210,18 @@ impl BreakerResource {
 
     /// One copy of the core's `record` for every permit kind and result shape.
     #[inline(never)]
-    fn record_core(&self, permit: Permit, outcome: Outcome, now: u64) -> Counted<wit::Judged> {
-        let recorded = self.0.core.borrow_mut().record(permit, outcome, now);
-        let count = self.0.note(recorded.transitions);
-        let judged = wit::Judged {
-            class: case(wit::Class::from_repr, recorded.class.code()),
+    fn record_core(&self, permit: Option<Permit>, outcome: Outcome, now: u64) -> HandleRecord {
+        let mut core = self.0.core.borrow_mut();
+        let recorded = match permit {
+            Some(permit) => core.record(permit, outcome, now),
+            None => core.record_stale(outcome, now),
+        };
+        HandleRecord {
+            class: recorded.class,
             slow: recorded.slow,
             stale: recorded.stale,
-            transitions: count,
-        };
-        (judged, count)
+            transitions: self.0.note(recorded.transitions),
+        }
     }
 
     /// The core permit a permit resource holds, checked against this breaker, with its
@@ -275,12 +277,12 @@ impl BreakerResource {
         }
     }
 
-    fn recorded(&self, (judged, count): Counted<wit::Judged>) -> wit::Recorded {
+    fn recorded(&self, judged: HandleRecord) -> wit::Recorded {
         wit::Recorded {
-            class: judged.class,
+            class: case(wit::Class::from_repr, judged.class.code()),
             slow: judged.slow,
             stale: judged.stale,
-            transitions: self.listed(count),
+            transitions: self.listed(judged.transitions),
         }
     }
 
@@ -351,7 +353,7 @@ impl wit::GuestBreaker for BreakerResource {
         now: u64,
     ) -> Result<wit::Recorded, wit::RecordError> {
         let (permit, outcome) = self.take(permit, outcome, now)?;
-        Ok(self.recorded(self.record_core(permit, outcome, now)))
+        Ok(self.recorded(self.record_core(Some(permit), outcome, now)))
     }
 
     fn acquire_raw(&self, now: u64) -> wit::RawAdmission {
@@ -369,7 +371,7 @@ impl wit::GuestBreaker for BreakerResource {
         now: u64,
     ) -> Result<wit::Recorded, wit::RecordError> {
         let (permit, outcome) = Self::take_raw(permit, outcome)?;
-        Ok(self.recorded(self.record_core(permit, outcome, now)))
+        Ok(self.recorded(self.record_core(Some(permit), outcome, now)))
     }
 
     fn acquire_flat(&self, now: u64) -> wit::Acquired {
@@ -382,14 +384,11 @@ impl wit::GuestBreaker for BreakerResource {
         }
     }
 
-    fn record_flat(
-        &self,
-        permit: wit::Permit,
-        outcome: wit::Outcome,
-        now: u64,
-    ) -> Result<wit::Judged, wit::RecordError> {
-        let (permit, outcome) = self.take(permit, outcome, now)?;
-        Ok(self.record_core(permit, outcome, now).0)
+    fn record_flat(&self, permit: wit::Permit, outcome: wit::Outcome, now: u64) -> i32 {
+        match self.take(permit, outcome, now) {
+            Ok((permit, outcome)) => self.record_core(Some(permit), outcome, now).encode(),
+            Err(error) => refusal(&error).code(),
+        }
     }
 
     fn acquire_handle(&self, now: u64) -> i64 {
@@ -406,7 +405,9 @@ impl wit::GuestBreaker for BreakerResource {
             },
             Ok(Err(permit)) => {
                 // 2^20 handles out: hand the permit straight back, uncounted.
-                let (_, more) = self.record_core(permit, Outcome::Ignored, now);
+                let more = self
+                    .record_core(Some(permit), Outcome::Ignored, now)
+                    .transitions;
                 let state = self.0.core.borrow().state(now);
                 HandleAdmission::Rejected {
                     rejection: core_api::Rejection {
@@ -422,8 +423,9 @@ impl wit::GuestBreaker for BreakerResource {
     }
 
     fn record_handle(&self, handle: u32, outcome: wit::Outcome, now: u64) -> i32 {
-        let Ok(outcome) = core_outcome(outcome) else {
-            return -1;
+        let outcome = match core_outcome(outcome) {
+            Ok(outcome) => outcome,
+            Err(error) => return refusal(&error).code(),
         };
         let permit = self
             .0
@@ -431,27 +433,8 @@ impl wit::GuestBreaker for BreakerResource {
             .borrow_mut()
             .as_mut()
             .and_then(|table| table.take(handle));
-        let judged = match permit {
-            Some(permit) => self.record_core(permit, outcome, now).0,
-            None => {
-                let recorded = self.0.core.borrow_mut().record_stale(outcome, now);
-                let transitions = self.0.note(recorded.transitions);
-                wit::Judged {
-                    class: case(wit::Class::from_repr, recorded.class.code()),
-                    slow: recorded.slow,
-                    stale: true,
-                    transitions,
-                }
-            }
-        };
-        HandleRecord {
-            class: core_api::Class::from_code(judged.class as u8)
-                .unwrap_or(core_api::Class::Neutral),
-            slow: judged.slow,
-            stale: judged.stale,
-            transitions: judged.transitions,
-        }
-        .encode()
+        // A handle that names no permit out records a stale outcome.
+        self.record_core(permit, outcome, now).encode()
     }
 
     fn handles_out(&self) -> u32 {
@@ -602,6 +585,16 @@ fn core_outcome(outcome: wit::Outcome) -> Result<Outcome, wit::RecordError> {
         OutcomeError::Status(code) => wit::RecordError::InvalidStatus(code),
         OutcomeError::GrpcCode(code) => wit::RecordError::InvalidGrpcCode(code),
     })
+}
+
+/// A refused outcome as the scalar results number it.
+fn refusal(error: &wit::RecordError) -> Refusal {
+    match error {
+        wit::RecordError::InvalidStatus(_) => Refusal::InvalidStatus,
+        wit::RecordError::InvalidGrpcCode(_) => Refusal::InvalidGrpcCode,
+        wit::RecordError::ForeignPermit => Refusal::ForeignPermit,
+        wit::RecordError::MalformedPermit => Refusal::MalformedPermit,
+    }
 }
 
 // ---- translation: core to WIT ----

@@ -33,7 +33,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::outcome::Class;
+use crate::outcome::{Class, OutcomeError};
 use crate::permit::{Permit, RawPermit};
 use crate::rejection::{RejectReason, Rejection};
 use crate::state::State;
@@ -221,6 +221,46 @@ fn place(counter: u32, mask: usize) -> usize {
     usize::try_from(counter).unwrap_or(usize::MAX) & mask
 }
 
+/// Why an outcome recorded in scalar form was refused (nothing was counted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// An HTTP status outside 100–599 (code -1).
+    InvalidStatus,
+    /// A gRPC code above 16 (code -2).
+    InvalidGrpcCode,
+    /// A permit of another breaker (code -3).
+    ForeignPermit,
+    /// A permit recorded already (code -4).
+    MalformedPermit,
+}
+
+impl Refusal {
+    const ALL: [Self; 4] = [
+        Self::InvalidStatus,
+        Self::InvalidGrpcCode,
+        Self::ForeignPermit,
+        Self::MalformedPermit,
+    ];
+
+    /// The refusal as the scalar result carries it: -1 to -4.
+    pub fn code(self) -> i32 {
+        match self {
+            Self::InvalidStatus => -1,
+            Self::InvalidGrpcCode => -2,
+            Self::ForeignPermit => -3,
+            Self::MalformedPermit => -4,
+        }
+    }
+
+    /// The refusal an outcome error is.
+    pub fn of(error: OutcomeError) -> Self {
+        match error {
+            OutcomeError::Status(_) => Self::InvalidStatus,
+            OutcomeError::GrpcCode(_) => Self::InvalidGrpcCode,
+        }
+    }
+}
+
 /// What a host that passes one number per call reports for an `acquire` with a handle:
 /// the whole admission in one `i64` ([`Self::encode`]), so a WebAssembly call returns a
 /// scalar. The layout is the WIT's `acquire-handle`:
@@ -303,8 +343,8 @@ impl HandleAdmission {
 }
 
 /// What recording a handle's outcome did, in one `i32` ([`Self::encode`]; the WIT's
-/// `record-handle`): the class's code | slow `<< 2` | stale `<< 3` | transitions `<< 4`.
-/// (The WIT uses -1 for an outcome the core refuses.)
+/// `record-handle` and `record-flat`): the class's code | slow `<< 2` | stale `<< 3` |
+/// transitions `<< 4`; a refused outcome is a negative [`Refusal::code`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HandleRecord {
     /// How the outcome was classified.
@@ -324,6 +364,17 @@ impl HandleRecord {
             | i32::from(self.slow) << 2
             | i32::from(self.stale) << 3
             | i32::from(self.transitions.min(3)) << 4
+    }
+
+    /// The record or refusal a number encodes; `None` for a number no encoding produces.
+    pub fn decode_result(value: i32) -> Option<Result<Self, Refusal>> {
+        if value < 0 {
+            return Refusal::ALL
+                .into_iter()
+                .find(|r| r.code() == value)
+                .map(Err);
+        }
+        Self::decode(value).map(Ok)
     }
 
     /// The record a number encodes; `None` for a number no encoding produces.
@@ -398,6 +449,13 @@ mod tests {
         }
         assert_eq!(HandleAdmission::decode(1 << 40), None);
         assert_eq!(HandleRecord::decode(-1), None);
+        for refusal in Refusal::ALL {
+            assert_eq!(
+                HandleRecord::decode_result(refusal.code()),
+                Some(Err(refusal))
+            );
+        }
+        assert_eq!(HandleRecord::decode_result(-5), None);
     }
 
     #[test]

@@ -83,7 +83,7 @@ pub use config::{
 };
 #[cfg(feature = "alloc")]
 pub use handles::{
-    HandleAdmission, HandleRecord, PermitTable, HANDLE_BITS, HANDLE_LIMIT, MAX_OUTSTANDING,
+    HandleAdmission, HandleRecord, PermitTable, Refusal, HANDLE_BITS, HANDLE_LIMIT, MAX_OUTSTANDING,
 };
 pub use metrics::{Metrics, REJECT_REASONS};
 pub use outcome::{

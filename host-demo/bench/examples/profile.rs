@@ -84,8 +84,7 @@ fn main() {
                         black_box(
                             api.call_record_flat(&mut store, me, p, Outcome::Success, 1)
                                 .unwrap(),
-                        )
-                        .ok();
+                        );
                     }
                     "bare-resource-listing" => {
                         let p = api

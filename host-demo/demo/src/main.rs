@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use tripgate_wasmtime::{state_name, Config, Runtime};
+use tripgate_wasmtime::{Config, Runtime, State};
 
 use caller::{Caller, CallerConfig};
 use loadgen::{LoadGen, Route};
@@ -322,7 +322,7 @@ fn run_one(o: &Options, setup: &Setup, mode: Mode, runtime: Option<&Runtime>) ->
             .shared
             .breaker()
             .and_then(|b| b.state().ok())
-            .map_or("none", state_name);
+            .map_or("none", State::name);
         let line = format!(
             "  {:<13}{:>5.1}/{:.1} s  {:<14} busy {:>3}/{}  waiting {:>3}  upstream in flight {:>3} (probes {})  breaker {:<9} in flight {:>4}",
             mode.name(),

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use serde_json::{json, Value};
-use tripgate_wasmtime::{reason_name, state_name};
+use tripgate_wasmtime::RejectReason;
 
 use crate::caller::TransitionEvent;
 use crate::options::Options;
@@ -65,9 +65,9 @@ fn transitions_text(ts: &[TransitionEvent]) -> Vec<String> {
             format!(
                 "{:.2}s {}→{} ({})",
                 t.at,
-                short(state_name(t.from)),
-                short(state_name(t.to)),
-                reason_name(t.reason)
+                short(t.from.name()),
+                short(t.to.name()),
+                t.reason.name()
             )
         })
         .collect()
@@ -274,9 +274,9 @@ fn route_json(s: &RouteStats) -> Value {
 fn transition_json(t: &TransitionEvent) -> Value {
     json!({
         "at_s": t.at,
-        "from": state_name(t.from),
-        "to": state_name(t.to),
-        "reason": reason_name(t.reason),
+        "from": t.from.name(),
+        "to": t.to.name(),
+        "reason": t.reason.name(),
         "phase": t.phase,
         "cause_phase": t.cause,
     })
@@ -333,11 +333,11 @@ pub fn json(
                 .collect();
             let metrics = run.metrics.as_ref().map(|m| {
                 json!({
-                    "state": state_name(m.state),
+                    "state": m.state.name(),
                     "epoch": m.epoch,
                     "admitted_total": m.admitted_total,
-                    "rejected_open": m.rejected_open,
-                    "rejected_probing": m.rejected_probing,
+                    "rejected_open": m.rejected(RejectReason::Open),
+                    "rejected_probing": m.rejected(RejectReason::Probing),
                     "successes_total": m.successes_total,
                     "faults_total": m.faults_total,
                     "stale_total": m.stale_total,

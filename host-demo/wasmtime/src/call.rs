@@ -112,8 +112,8 @@ impl<R> fmt::Display for CallError<R> {
             Self::Rejected(r) => write!(
                 f,
                 "circuit breaker rejected the call ({}, {}); retry after {} ns",
-                crate::state_name(r.state),
-                crate::reject_reason_name(r.reason),
+                r.state.name(),
+                r.reason.name(),
                 r.retry_after
             ),
             Self::Failed(_) => f.write_str("the call failed"),

@@ -58,6 +58,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use anyhow::{anyhow, Context, Result};
+use tripgate_core::{HandleAdmission, HandleRecord, Refusal};
 use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Engine, ResourceLimiter, Store};
 
@@ -80,10 +81,14 @@ pub mod bindings {
 
 /// The WIT interface's types, as `bindgen!` names them.
 pub use bindings::exports::tripgate::breaker::circuit_breaker as wit;
-pub use wit::{
-    Class, Metrics, Outcome, RawPermit, Reason, RejectReason, Rejection, SnapshotError, State,
-    Tally, Transition,
+/// What the breaker reports: the core's own types, as the native breaker and every other
+/// host report them.
+pub use tripgate_core::{
+    Class, Metrics, Reason, RejectReason, Rejection, State, Tally, Transition,
 };
+/// The outcomes `record` takes: the WIT's, unvalidated (an invalid status is the
+/// component's to refuse); the core's `Outcome` converts into it.
+pub use wit::{Outcome, SnapshotError};
 
 /// The tripgate component this crate was built with (`wit/breaker.wit`'s `tripgate`
 /// world, no imports), for hosts that want the bytes themselves.
@@ -341,6 +346,36 @@ impl BreakerShared {
         let (api, store) = guest.breakers();
         Ok(f(&api, store, self.resource)?)
     }
+
+    /// Records through a scalar call (`record-flat`, `record-handle`), reading the
+    /// transitions it counted in the same hold of the guest.
+    fn judge(
+        &self,
+        outcome: &Outcome,
+        call: impl FnOnce(
+            &wit::GuestBreaker<'_>,
+            &mut Store<HostState>,
+            ResourceAny,
+            u64,
+        ) -> wasmtime::Result<i32>,
+    ) -> Result<Recorded> {
+        let now = self.now();
+        let recorded = self.with(|api, store, me| {
+            let code = call(api, &mut *store, me, now)?;
+            Ok(match HandleRecord::decode_result(code) {
+                Some(Ok(judged)) => Ok(Recorded {
+                    class: judged.class,
+                    slow: judged.slow,
+                    stale: judged.stale,
+                    transitions: counted(api, store, me, judged.transitions)?,
+                }),
+                Some(Err(refusal)) => Err(RecordError::of(refusal, outcome)),
+                None => Err(RecordError::Unexpected(code)),
+            })
+        })??;
+        self.notify(&recorded.transitions);
+        Ok(recorded)
+    }
 }
 
 impl Drop for BreakerShared {
@@ -373,6 +408,21 @@ pub struct Admission {
     pub transitions: Vec<Transition>,
 }
 
+/// A permit as a plain number: a handle into the breaker's table of outstanding permits
+/// (the component's scalar path, `acquire-handle`). It is `Copy`: nothing stops a copy or
+/// a forgotten outcome, so record it once; a handle recorded twice, or never issued by
+/// this breaker, records a stale outcome that counts nothing. Handles of ended epochs
+/// that were never recorded are dropped as the table grows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RawPermit(pub u32);
+
+impl RawPermit {
+    /// Whether this call is a half-open probe.
+    pub fn is_probe(self) -> bool {
+        self.0 & 1 == 1
+    }
+}
+
 /// What [`Breaker::acquire_raw`] decided.
 #[derive(Debug)]
 pub struct RawAdmission {
@@ -389,24 +439,13 @@ pub struct Recorded {
     pub class: Class,
     /// A success slower than `slow-call-duration`.
     pub slow: bool,
-    /// The permit was from an earlier epoch: nothing was counted.
+    /// The permit was from an earlier epoch (or named no permit out): nothing was counted.
     pub stale: bool,
     /// Transitions this call caused, oldest first.
     pub transitions: Vec<Transition>,
 }
 
-impl Recorded {
-    fn new(judged: wit::Judged, transitions: Vec<Transition>) -> Self {
-        Self {
-            class: judged.class,
-            slow: judged.slow,
-            stale: judged.stale,
-            transitions,
-        }
-    }
-}
-
-/// The transitions a flat call counted, read in the same hold of the guest (so they are
+/// The transitions a scalar call counted, read in the same hold of the guest (so they are
 /// exactly that call's): no second call, and no list at all, in the common case.
 fn counted(
     api: &wit::GuestBreaker<'_>,
@@ -417,28 +456,46 @@ fn counted(
     if count == 0 {
         Ok(Vec::new())
     } else {
-        api.call_last_transitions(store, me)
+        let listed = api.call_last_transitions(store, me)?;
+        Ok(listed.iter().map(core_transition).collect())
     }
 }
 
-/// An outcome the breaker refused (an invalid status or gRPC code, a permit from another
-/// breaker). Nothing was counted. The `Display` text is the core's.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RecordError(pub wit::RecordError);
+/// An outcome the breaker refused. Nothing was counted. The `Display` text is the core's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordError {
+    /// An HTTP status outside 100–599, or a gRPC code above 16.
+    Outcome(tripgate_core::OutcomeError),
+    /// The permit was issued by another breaker (it was released on its own breaker).
+    ForeignPermit,
+    /// The permit was recorded already.
+    MalformedPermit,
+    /// The component answered with a code no version of it gives (a mismatched build).
+    Unexpected(i32),
+}
+
+impl RecordError {
+    fn of(refusal: Refusal, outcome: &Outcome) -> Self {
+        use tripgate_core::OutcomeError as E;
+        match (refusal, outcome) {
+            (Refusal::InvalidStatus, Outcome::Status(code)) => Self::Outcome(E::Status(*code)),
+            (Refusal::InvalidGrpcCode, Outcome::Grpc(code)) => Self::Outcome(E::GrpcCode(*code)),
+            (Refusal::ForeignPermit, _) => Self::ForeignPermit,
+            (Refusal::MalformedPermit, _) => Self::MalformedPermit,
+            (refusal, _) => Self::Unexpected(refusal.code()),
+        }
+    }
+}
 
 impl fmt::Display for RecordError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            wit::RecordError::InvalidStatus(code) => {
-                write!(f, "{}", tripgate_core::OutcomeError::Status(code))
+        match self {
+            Self::Outcome(error) => write!(f, "{error}"),
+            Self::ForeignPermit => f.write_str("the permit was issued by another breaker"),
+            Self::MalformedPermit => f.write_str("the permit was recorded already"),
+            Self::Unexpected(code) => {
+                write!(f, "the component answered {code}, which no version gives")
             }
-            wit::RecordError::InvalidGrpcCode(code) => {
-                write!(f, "{}", tripgate_core::OutcomeError::GrpcCode(code))
-            }
-            wit::RecordError::ForeignPermit => {
-                f.write_str("the permit was issued by another breaker")
-            }
-            wit::RecordError::MalformedPermit => write!(f, "{}", tripgate_core::MalformedPermit),
         }
     }
 }
@@ -469,7 +526,7 @@ impl Breaker {
         let (decision, transitions) = self.with(|api, store, me, now| {
             let acquired = api.call_acquire_flat(&mut *store, me, now)?;
             Ok((
-                acquired.decision,
+                acquired.decision.map_err(|r| core_rejection(&r)),
                 counted(api, store, me, acquired.transitions)?,
             ))
         })?;
@@ -483,40 +540,56 @@ impl Breaker {
         })
     }
 
-    /// [`Self::acquire`] with a plain-number permit: no resource to create and drop, but
-    /// nothing stops a copy or a forgotten outcome (see [`RawPermit`]).
+    /// [`Self::acquire`] with a plain-number permit (see [`RawPermit`]): no resource to
+    /// create and drop, and every result a single number across the boundary.
     pub fn acquire_raw(&self) -> Result<RawAdmission> {
-        let admission = self.with(|api, store, me, now| api.call_acquire_raw(store, me, now))?;
-        self.shared.notify(&admission.transitions);
+        let (decision, transitions) = self.with(|api, store, me, now| {
+            let code = api.call_acquire_handle(&mut *store, me, now)?;
+            match HandleAdmission::decode(code) {
+                Some(HandleAdmission::Admitted {
+                    handle,
+                    transitions,
+                }) => Ok((Ok(RawPermit(handle)), counted(api, store, me, transitions)?)),
+                Some(HandleAdmission::Rejected {
+                    rejection,
+                    transitions,
+                }) => Ok((Err(rejection), counted(api, store, me, transitions)?)),
+                None => Err(wasmtime::Error::msg(format!(
+                    "the component answered {code}, which no version gives"
+                ))),
+            }
+        })?;
+        self.shared.notify(&transitions);
         Ok(RawAdmission {
-            decision: admission.decision,
-            transitions: admission.transitions,
+            decision,
+            transitions,
         })
     }
 
     /// Records a raw permit's outcome. An invalid outcome is a [`RecordError`] and the
     /// raw permit stays out.
-    pub fn record_raw(&self, permit: RawPermit, outcome: Outcome) -> Result<Recorded> {
-        let recorded =
-            self.with(|api, store, me, now| api.call_record_raw(store, me, permit, outcome, now))?;
-        let recorded = recorded.map_err(RecordError)?;
-        self.shared.notify(&recorded.transitions);
-        Ok(Recorded {
-            class: recorded.class,
-            slow: recorded.slow,
-            stale: recorded.stale,
-            transitions: recorded.transitions,
+    pub fn record_raw(&self, permit: RawPermit, outcome: impl Into<Outcome>) -> Result<Recorded> {
+        let outcome = outcome.into();
+        self.shared.judge(&outcome, |api, store, me, now| {
+            api.call_record_handle(store, me, permit.0, outcome, now)
         })
     }
 
     /// The effective state now.
     pub fn state(&self) -> Result<State> {
         self.with(|api, store, me, now| api.call_state(store, me, now))
+            .map(core_state)
     }
 
     /// Counters and state now.
     pub fn metrics(&self) -> Result<Metrics> {
         self.with(|api, store, me, now| api.call_metrics(store, me, now))
+            .map(|m| core_metrics(&m))
+    }
+
+    /// Raw permits out (issued by [`Self::acquire_raw`], not yet recorded).
+    pub fn raw_permits_out(&self) -> Result<u32> {
+        self.with(|api, store, me, _| api.call_handles_out(store, me))
     }
 
     /// Forces the breaker open until [`Self::release`].
@@ -547,9 +620,9 @@ impl Breaker {
             &mut Store<HostState>,
             ResourceAny,
             u64,
-        ) -> wasmtime::Result<Vec<Transition>>,
+        ) -> wasmtime::Result<Vec<wit::Transition>>,
     ) -> Result<Vec<Transition>> {
-        let transitions = self.with(op)?;
+        let transitions: Vec<Transition> = self.with(op)?.iter().map(core_transition).collect();
         self.shared.notify(&transitions);
         Ok(transitions)
     }
@@ -621,21 +694,21 @@ impl Permit {
     }
 
     /// Hands the permit back with its call's outcome, at the clock's `now`.
-    pub fn record(mut self, outcome: Outcome) -> Result<Recorded> {
+    pub fn record(mut self, outcome: impl Into<Outcome>) -> Result<Recorded> {
         let resource = self.take()?;
-        deliver(&self.breaker, resource, outcome)
+        deliver(&self.breaker, resource, outcome.into())
     }
 
     /// Hands the permit to `breaker` (normally the one that issued it; any other refuses
-    /// it with [`RecordError`] `foreign-permit` and releases it on its own breaker).
-    pub fn record_on(mut self, breaker: &Breaker, outcome: Outcome) -> Result<Recorded> {
+    /// it with [`RecordError::ForeignPermit`] and releases it on its own breaker).
+    pub fn record_on(mut self, breaker: &Breaker, outcome: impl Into<Outcome>) -> Result<Recorded> {
         if !Arc::ptr_eq(&breaker.shared.instance, &self.breaker.instance) {
             // Another instance cannot even see the handle: refuse it as the component
             // refuses a foreign permit, and release it on its own breaker (by `Drop`).
-            return Err(RecordError(wit::RecordError::ForeignPermit).into());
+            return Err(RecordError::ForeignPermit.into());
         }
         let resource = self.take()?;
-        deliver(&breaker.shared, resource, outcome)
+        deliver(&breaker.shared, resource, outcome.into())
     }
 
     fn take(&mut self) -> Result<ResourceAny> {
@@ -647,18 +720,9 @@ impl Permit {
 
 /// Records `outcome` for the permit `resource` on `breaker`, at its clock's `now`.
 fn deliver(breaker: &BreakerShared, resource: ResourceAny, outcome: Outcome) -> Result<Recorded> {
-    let now = breaker.now();
-    let recorded = breaker.with(|api, store, me| {
-        match api.call_record_flat(&mut *store, me, resource, outcome, now)? {
-            Ok(judged) => {
-                let transitions = counted(api, store, me, judged.transitions)?;
-                Ok(Ok(Recorded::new(judged, transitions)))
-            }
-            Err(error) => Ok(Err(RecordError(error))),
-        }
-    })??;
-    breaker.notify(&recorded.transitions);
-    Ok(recorded)
+    breaker.judge(&outcome, |api, store, me, now| {
+        api.call_record_flat(store, me, resource, outcome, now)
+    })
 }
 
 impl Drop for Permit {
@@ -666,25 +730,14 @@ impl Drop for Permit {
     /// breaker's latest instant instead, having no clock), which also drops the handle.
     fn drop(&mut self) {
         if let Some(resource) = self.resource.take() {
-            let now = self.breaker.instance.clock.now();
-            let mut guest = self.breaker.instance.lock();
-            let (api, store) = guest.breakers();
-            let recorded = api.call_record_outcome(
-                &mut *store,
-                self.breaker.resource,
-                resource,
-                Outcome::Cancelled,
-                now,
-            );
-            match recorded {
-                Ok(Ok(recorded)) => {
-                    drop(guest);
-                    self.breaker.notify(&recorded.transitions);
-                }
-                Ok(Err(_)) => {}
-                Err(_) => {
-                    let _ = resource.resource_drop(store);
-                }
+            let recorded = self
+                .breaker
+                .judge(&Outcome::Cancelled, |api, store, me, now| {
+                    api.call_record_flat(store, me, resource, Outcome::Cancelled, now)
+                });
+            if recorded.is_err() {
+                let mut guest = self.breaker.instance.lock();
+                let _ = resource.resource_drop(&mut guest.store);
             }
         }
     }
@@ -701,54 +754,47 @@ fn core_case<T>(from_code: fn(u8) -> Option<T>, code: u8) -> T {
 }
 
 /// The core's state for the WIT one.
-pub fn core_state(state: State) -> tripgate_core::State {
-    core_case(tripgate_core::State::from_code, state as u8)
-}
-
-/// The core's rejection reason for the WIT one.
-pub fn core_reject_reason(reason: RejectReason) -> tripgate_core::RejectReason {
-    core_case(tripgate_core::RejectReason::from_code, reason as u8)
-}
-
-/// The core's transition reason for the WIT one.
-pub fn core_reason(reason: Reason) -> tripgate_core::Reason {
-    core_case(tripgate_core::Reason::from_code, reason as u8)
-}
-
-/// The core's class for the WIT one.
-pub fn core_class(class: Class) -> tripgate_core::Class {
-    core_case(tripgate_core::Class::from_code, class as u8)
+pub fn core_state(state: wit::State) -> State {
+    core_case(State::from_code, state as u8)
 }
 
 /// The core's transition for the WIT one.
-pub fn core_transition(t: &Transition) -> tripgate_core::Transition {
-    tripgate_core::Transition {
+pub fn core_transition(t: &wit::Transition) -> Transition {
+    Transition {
         from: core_state(t.from),
         to: core_state(t.to),
-        reason: core_reason(t.reason),
+        reason: core_case(Reason::from_code, t.reason as u8),
         at: t.at,
         epoch: t.epoch,
     }
 }
 
-/// The core's metrics type for the WIT one, for code written against `tripgate-core`
-/// (exporters, comparisons with a native breaker).
-pub fn core_metrics(m: &Metrics) -> tripgate_core::Metrics {
+/// The core's rejection for the WIT one.
+pub fn core_rejection(r: &wit::Rejection) -> Rejection {
+    Rejection {
+        state: core_state(r.state),
+        reason: core_case(RejectReason::from_code, r.reason as u8),
+        retry_after: r.retry_after,
+    }
+}
+
+/// The core's metrics for the WIT record.
+pub fn core_metrics(m: &wit::Metrics) -> Metrics {
     let mut rejected_total = [0; tripgate_core::REJECT_REASONS];
     for (reason, count) in [
-        (tripgate_core::RejectReason::Open, m.rejected_open),
-        (tripgate_core::RejectReason::Probing, m.rejected_probing),
-        (tripgate_core::RejectReason::Isolated, m.rejected_isolated),
-        (tripgate_core::RejectReason::Saturated, m.rejected_saturated),
+        (RejectReason::Open, m.rejected_open),
+        (RejectReason::Probing, m.rejected_probing),
+        (RejectReason::Isolated, m.rejected_isolated),
+        (RejectReason::Saturated, m.rejected_saturated),
     ] {
         if let Some(slot) = rejected_total.get_mut(usize::from(reason.code())) {
             *slot = count;
         }
     }
-    tripgate_core::Metrics {
+    Metrics {
         state: core_state(m.state),
         epoch: m.epoch,
-        window: tripgate_core::Tally {
+        window: Tally {
             calls: m.window.calls,
             faults: m.window.faults,
             slow: m.window.slow,
@@ -768,17 +814,18 @@ pub fn core_metrics(m: &Metrics) -> tripgate_core::Metrics {
     }
 }
 
-/// The kebab-case name of a state (the core's, as in the WIT and the vectors).
-pub fn state_name(state: State) -> &'static str {
-    core_state(state).name()
-}
-
-/// The kebab-case name of a rejection reason (the core's).
-pub fn reject_reason_name(reason: RejectReason) -> &'static str {
-    core_reject_reason(reason).name()
-}
-
-/// The kebab-case name of a transition's reason (the core's).
-pub fn reason_name(reason: Reason) -> &'static str {
-    core_reason(reason).name()
+impl From<tripgate_core::Outcome> for Outcome {
+    fn from(outcome: tripgate_core::Outcome) -> Self {
+        use tripgate_core::Outcome as O;
+        match outcome {
+            O::Success => Self::Success,
+            O::Status(status) => Self::Status(status.get()),
+            O::Grpc(code) => Self::Grpc(code.get()),
+            O::Timeout => Self::Timeout,
+            O::ConnectionError => Self::ConnectionError,
+            O::Failure => Self::Failure,
+            O::Cancelled => Self::Cancelled,
+            O::Ignored => Self::Ignored,
+        }
+    }
 }

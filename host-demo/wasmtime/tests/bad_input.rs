@@ -4,6 +4,7 @@
 
 mod common;
 
+use tripgate_core::OutcomeError;
 use tripgate_wasmtime::{
     wit, Breaker, Class, Config, ConfigError, Instance, Outcome, RawPermit, RecordError, State,
     SECOND,
@@ -115,12 +116,11 @@ fn config_error(instance: &Instance, config: &Config) -> ConfigError {
     error.downcast::<ConfigError>().expect("a ConfigError")
 }
 
-fn record_error(result: anyhow::Result<tripgate_wasmtime::Recorded>) -> wit::RecordError {
+fn record_error(result: anyhow::Result<tripgate_wasmtime::Recorded>) -> RecordError {
     result
         .unwrap_err()
         .downcast::<RecordError>()
         .expect("a RecordError")
-        .0
 }
 
 /// The same instance still trips, rejects and recovers exactly as it should.
@@ -243,32 +243,32 @@ fn invalid_outcomes_are_errors_and_release_the_permit() {
     let bad = [
         (
             Outcome::Status(0),
-            wit::RecordError::InvalidStatus(0),
+            RecordError::Outcome(OutcomeError::Status(0)),
             "HTTP status 0 is outside 100-599",
         ),
         (
             Outcome::Status(99),
-            wit::RecordError::InvalidStatus(99),
+            RecordError::Outcome(OutcomeError::Status(99)),
             "HTTP status 99 is outside 100-599",
         ),
         (
             Outcome::Status(600),
-            wit::RecordError::InvalidStatus(600),
+            RecordError::Outcome(OutcomeError::Status(600)),
             "HTTP status 600 is outside 100-599",
         ),
         (
             Outcome::Status(u16::MAX),
-            wit::RecordError::InvalidStatus(u16::MAX),
+            RecordError::Outcome(OutcomeError::Status(u16::MAX)),
             "HTTP status 65535 is outside 100-599",
         ),
         (
             Outcome::Grpc(17),
-            wit::RecordError::InvalidGrpcCode(17),
+            RecordError::Outcome(OutcomeError::GrpcCode(17)),
             "gRPC code 17 is above 16",
         ),
         (
             Outcome::Grpc(u8::MAX),
-            wit::RecordError::InvalidGrpcCode(u8::MAX),
+            RecordError::Outcome(OutcomeError::GrpcCode(u8::MAX)),
             "gRPC code 255 is above 16",
         ),
     ];
@@ -319,7 +319,7 @@ fn stale_foreign_and_malformed_permits_never_trap() {
     let permit = a.acquire().unwrap().decision.unwrap();
     assert_eq!(a.metrics().unwrap().in_flight, 1);
     let error = record_error(permit.record_on(&b, Outcome::Status(503)));
-    assert_eq!(error, wit::RecordError::ForeignPermit);
+    assert_eq!(error, RecordError::ForeignPermit);
     assert_eq!(a.metrics().unwrap().in_flight, 0);
     assert_eq!(b.metrics().unwrap().window.calls, 0);
 
@@ -327,7 +327,7 @@ fn stale_foreign_and_malformed_permits_never_trap() {
     let elsewhere = runtime.breaker(&Config::default()).unwrap();
     let permit = a.acquire().unwrap().decision.unwrap();
     let error = record_error(permit.record_on(&elsewhere, Outcome::Success));
-    assert_eq!(error, wit::RecordError::ForeignPermit);
+    assert_eq!(error, RecordError::ForeignPermit);
     assert_eq!(a.metrics().unwrap().in_flight, 0);
     assert_eq!(elsewhere.metrics().unwrap().window.calls, 0);
 
@@ -340,23 +340,22 @@ fn stale_foreign_and_malformed_permits_never_trap() {
         Class::Success
     );
 
-    // Raw permits: a ticket no breaker issues, and numbers from nowhere.
-    let malformed = RawPermit {
-        ticket: 127,
-        started: 0,
-    };
-    assert_eq!(
-        record_error(a.record_raw(malformed, Outcome::Success)),
-        wit::RecordError::MalformedPermit
-    );
-    // (A forged raw permit of the current epoch does count: raw permits trade that
-    // safety for speed, as the WIT says.)
-    for (ticket, started) in [(u64::MAX << 7, u64::MAX), (99 << 7, 0), (5, 12)] {
-        let recorded = a
-            .record_raw(RawPermit { ticket, started }, Outcome::Failure)
-            .unwrap();
-        assert!(recorded.stale, "ticket {ticket} started {started}");
+    // Raw permits: numbers from nowhere, and one recorded twice, are stale outcomes.
+    let before = a.metrics().unwrap();
+    for handle in [0, 1, 12_345, (1 << 30) - 1, u32::MAX] {
+        let recorded = a.record_raw(RawPermit(handle), Outcome::Failure).unwrap();
+        assert!(recorded.stale, "handle {handle}");
     }
+    let raw = a.acquire_raw().unwrap().decision.unwrap();
+    assert!(!a.record_raw(raw, Outcome::Success).unwrap().stale);
+    assert!(a.record_raw(raw, Outcome::Status(503)).unwrap().stale);
+    let after = a.metrics().unwrap();
+    assert_eq!(
+        (after.faults_total, after.stale_total),
+        (before.faults_total, before.stale_total + 6),
+        "stale outcomes count nothing"
+    );
+    assert_eq!(a.raw_permits_out().unwrap(), 0);
 
     // Dropping permits releases them as cancelled.
     let held: Vec<_> = (0..3)

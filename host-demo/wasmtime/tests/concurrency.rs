@@ -104,7 +104,10 @@ fn sixty_four_threads_never_exceed_k_outstanding_probes() {
     let metrics = breaker.metrics().unwrap();
     assert_eq!(metrics.state, State::HalfOpen);
     assert_eq!(metrics.probes_out, 0);
-    assert_eq!(metrics.rejected_probing, rejected);
+    assert_eq!(
+        metrics.rejected(tripgate_core::RejectReason::Probing),
+        rejected
+    );
 }
 
 /// SPEC failure mode 2: 200 callers arrive together after the cooldown; exactly K are
@@ -135,7 +138,10 @@ fn half_open_stampede_admits_exactly_k() {
         assert_eq!(permits.len(), usize::from(k), "K = {k}");
         assert!(permits.iter().all(|p| p.is_probe().unwrap()));
         assert_eq!(
-            breaker.metrics().unwrap().rejected_probing,
+            breaker
+                .metrics()
+                .unwrap()
+                .rejected(tripgate_core::RejectReason::Probing),
             200 - u64::from(k)
         );
     }

@@ -5,7 +5,7 @@ mod common;
 
 use tripgate_core as core_api;
 use tripgate_wasmtime::{
-    Breaker, Class, Config, FakeClock, Outcome, Permit, Transition, MILLISECOND, SECOND,
+    Breaker, Config, FakeClock, Outcome, Permit, Transition, MILLISECOND, SECOND,
 };
 
 /// xorshift64*: deterministic, no dependency.
@@ -100,7 +100,7 @@ fn core_outcome(outcome: Outcome) -> core_api::Outcome {
 }
 
 fn wasm_transitions(ts: &[Transition]) -> Vec<core_api::Transition> {
-    ts.iter().map(tripgate_wasmtime::core_transition).collect()
+    ts.to_vec()
 }
 
 fn core_transitions(ts: &core_api::Transitions) -> Vec<core_api::Transition> {
@@ -146,17 +146,7 @@ fn run(seed: u64, config: &Config, steps: usize) {
                         held.push((wp, np));
                     }
                     (Err(wr), Err(nr)) => {
-                        assert_eq!(
-                            tripgate_wasmtime::reject_reason_name(wr.reason),
-                            nr.reason.name(),
-                            "{context}"
-                        );
-                        assert_eq!(
-                            tripgate_wasmtime::state_name(wr.state),
-                            nr.state.name(),
-                            "{context}"
-                        );
-                        assert_eq!(wr.retry_after, nr.retry_after, "{context}");
+                        assert_eq!(wr, nr, "{context}");
                     }
                     (w, n) => panic!("{context}: component {w:?}, native {n:?}"),
                 }
@@ -167,13 +157,8 @@ fn run(seed: u64, config: &Config, steps: usize) {
                 let n = native.record(np, core_outcome(outcome), now);
                 match wp.record(outcome) {
                     Ok(w) => {
-                        let class = match w.class {
-                            Class::Success => core_api::Class::Success,
-                            Class::Fault => core_api::Class::Fault,
-                            Class::Neutral => core_api::Class::Neutral,
-                        };
                         assert_eq!(
-                            (class, w.slow, w.stale),
+                            (w.class, w.slow, w.stale),
                             (n.class, n.slow, n.stale),
                             "{context}"
                         );
@@ -197,9 +182,9 @@ fn run(seed: u64, config: &Config, steps: usize) {
                 let _ = native.record(np, core_api::Outcome::Cancelled, now);
             }
             80..=91 => {
-                let state = tripgate_wasmtime::core_state(wasm.state().unwrap());
+                let state = wasm.state().unwrap();
                 assert_eq!(state, native.state(now), "{context}");
-                let metrics = tripgate_wasmtime::core_metrics(&wasm.metrics().unwrap());
+                let metrics = wasm.metrics().unwrap();
                 assert_eq!(metrics, native.metrics(now), "{context}");
             }
             92..=95 => {
@@ -222,10 +207,7 @@ fn run(seed: u64, config: &Config, steps: usize) {
             }
         }
     }
-    assert_eq!(
-        tripgate_wasmtime::core_metrics(&wasm.metrics().unwrap()),
-        native.metrics(now)
-    );
+    assert_eq!(wasm.metrics().unwrap(), native.metrics(now));
 }
 
 #[test]

@@ -12,7 +12,7 @@ use tripgate_vectors::{
     metric_map, run_all, Decision, FieldValue, RecordReport, Step3, Subject, VectorConfig,
     VectorOutcome,
 };
-use tripgate_wasmtime::{wit, Breaker, Class, FakeClock, Outcome, Permit, Transition};
+use tripgate_wasmtime::{wit, Breaker, FakeClock, Outcome, Permit, Transition};
 
 struct Wasm {
     clock: Arc<FakeClock>,
@@ -37,9 +37,9 @@ fn steps(transitions: &[Transition]) -> Vec<Step3> {
         .iter()
         .map(|t| {
             [
-                tripgate_wasmtime::state_name(t.from).to_string(),
-                tripgate_wasmtime::state_name(t.to).to_string(),
-                tripgate_wasmtime::reason_name(t.reason).to_string(),
+                t.from.name().to_string(),
+                t.to.name().to_string(),
+                t.reason.name().to_string(),
             ]
         })
         .collect()
@@ -154,7 +154,7 @@ impl Subject for Wasm {
                 permit: Held(Some(permit)),
             },
             Err(r) => Decision::Rejected {
-                reason: tripgate_wasmtime::reject_reason_name(r.reason).to_string(),
+                reason: r.reason.name().to_string(),
                 retry_after_ns: r.retry_after,
             },
         };
@@ -173,12 +173,7 @@ impl Subject for Wasm {
             .record(outcome(vector))
             .map_err(|e| format!("{e:#}"))?;
         Ok(RecordReport {
-            class: match recorded.class {
-                Class::Success => "success",
-                Class::Fault => "fault",
-                Class::Neutral => "neutral",
-            }
-            .to_string(),
+            class: recorded.class.name().to_string(),
             slow: recorded.slow,
             stale: recorded.stale,
             transitions: steps(&recorded.transitions),
@@ -186,13 +181,11 @@ impl Subject for Wasm {
     }
 
     fn state(&mut self, now: u64) -> Result<String> {
-        Ok(tripgate_wasmtime::state_name(self.at(now).state()?).to_string())
+        Ok(self.at(now).state()?.name().to_string())
     }
 
     fn metrics(&mut self, now: u64) -> Result<BTreeMap<String, Value>> {
-        Ok(metric_map(&tripgate_wasmtime::core_metrics(
-            &self.at(now).metrics()?,
-        )))
+        Ok(metric_map(&self.at(now).metrics()?))
     }
 
     fn manual(&mut self, op: &str, now: u64) -> Result<Vec<Step3>> {

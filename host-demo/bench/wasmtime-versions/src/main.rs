@@ -77,7 +77,7 @@ macro_rules! workloads {
                     _ => {
                         let admission = api.breaker().call_acquire_flat(&mut store, me, now).unwrap();
                         let permit = admission.decision.unwrap();
-                        black_box(api.breaker().call_record_flat(&mut store, me, permit, wit::Outcome::Success, now).unwrap().unwrap());
+                        black_box(api.breaker().call_record_flat(&mut store, me, permit, wit::Outcome::Success, now).unwrap());
                     }
                 }
             }
