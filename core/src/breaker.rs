@@ -112,6 +112,30 @@ impl Breaker {
     #[inline(always)]
     pub fn acquire(&mut self, now: Nanos) -> Admission {
         let now = self.clock.observe(now);
+        // The two paths that must cost nanoseconds, inline: a closed breaker without
+        // hang detection or a concurrency cap (time alone cannot move it, nothing can
+        // turn the call away), and an open one inside its cooldown.
+        match self.phase.state {
+            State::Closed
+                if self.config.slow_call_duration.is_none()
+                    && self.config.max_in_flight.is_none() =>
+            {
+                Admission {
+                    decision: Ok(self.admit_untracked_call(now)),
+                    transitions: Transitions::default(),
+                }
+            }
+            State::Open if self.phase.remaining(now) > 0 => Admission {
+                decision: Err(self.reject(RejectReason::Open, self.phase.remaining(now))),
+                transitions: Transitions::default(),
+            },
+            _ => self.admit_settled(now),
+        }
+    }
+
+    /// [`Self::acquire`] in every state: first the transitions time alone made due.
+    #[inline(never)]
+    fn admit_settled(&mut self, now: Nanos) -> Admission {
         let mut transitions = self.settle(now);
         let decision = match self.phase.state {
             State::Closed => self.admit_closed(now, &mut transitions),
@@ -120,9 +144,6 @@ impl Breaker {
             State::HalfOpen => self.admit_probe(now),
             State::Isolated => Err(self.reject(RejectReason::Isolated, 0)),
         };
-        if decision.is_ok() {
-            bump(&mut self.stats.admitted);
-        }
         Admission {
             decision,
             transitions,
@@ -152,12 +173,42 @@ impl Breaker {
     #[inline(always)]
     pub fn record(&mut self, permit: Permit, outcome: Outcome, now: Nanos) -> Recorded {
         let now = self.clock.observe(now);
-        let mut transitions = self.settle(now);
         let class = classify(
             outcome,
             &self.config.fault_statuses,
             &self.config.fault_grpc_codes,
         );
+        // Both paths fill in this one value: were the general path to return a value of
+        // its own, the two would meet in a copy of the whole result on every call.
+        let mut recorded = Recorded {
+            class,
+            slow: false,
+            stale: false,
+            transitions: Transitions::default(),
+        };
+        // The path that must cost nanoseconds, inline: a normal call of the current epoch
+        // back at a closed breaker that tracks no slow calls (time alone cannot move a
+        // closed breaker, and no success is slow).
+        if self.phase.state == State::Closed
+            && permit.slot == 0
+            && self.config.slow_call_duration.is_none()
+            && self.is_current(&permit, now)
+        {
+            self.in_flight.finish_untracked();
+            if let Some(transition) = self.count_in_window(class, false, now, true) {
+                recorded.transitions.push(transition);
+            }
+        } else {
+            self.record_settled(&mut recorded, permit, now);
+        }
+        recorded
+    }
+
+    /// [`Self::record`] in every state: first the transitions time alone made due.
+    #[inline(never)]
+    fn record_settled(&mut self, recorded: &mut Recorded, permit: Permit, now: Nanos) {
+        let class = recorded.class;
+        let mut transitions = self.settle(now);
         let slow = class == Class::Success
             && self
                 .config
@@ -175,12 +226,9 @@ impl Breaker {
         } else {
             transitions.extend(self.finish_probe(class, slow, now));
         }
-        Recorded {
-            class,
-            slow,
-            stale: !current,
-            transitions,
-        }
+        recorded.slow = slow;
+        recorded.stale = !current;
+        recorded.transitions = transitions;
     }
 
     /// Records an outcome whose permit the host could not match: recorded already, or
@@ -379,6 +427,8 @@ impl Breaker {
         projection
     }
 
+    #[cold]
+    #[inline(never)]
     fn enter(&mut self, to: State, reason: Reason, at: Nanos) -> Transition {
         let from = self.phase.state;
         let transition = self.phase.enter(to, reason, at, &self.config);
@@ -398,6 +448,7 @@ impl Breaker {
         transition
     }
 
+    #[inline(always)]
     fn reject(&mut self, reason: RejectReason, retry_after: Nanos) -> Rejection {
         if let Some(count) = self.stats.rejected.get_mut(usize::from(reason.code())) {
             bump(count);
@@ -409,8 +460,23 @@ impl Breaker {
         }
     }
 
+    #[inline(always)]
     fn admit_call(&mut self, now: Nanos) -> Permit {
+        bump(&mut self.stats.admitted);
         self.in_flight.start(now);
+        self.permit_for_call(now)
+    }
+
+    /// [`Self::admit_call`] for a breaker without hang tracking.
+    #[inline(always)]
+    fn admit_untracked_call(&mut self, now: Nanos) -> Permit {
+        bump(&mut self.stats.admitted);
+        self.in_flight.start_untracked();
+        self.permit_for_call(now)
+    }
+
+    #[inline(always)]
+    fn permit_for_call(&self, now: Nanos) -> Permit {
         Permit {
             epoch: self.phase.epoch,
             started: now,
@@ -418,7 +484,7 @@ impl Breaker {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn admit_closed(
         &mut self,
         now: Nanos,
@@ -440,14 +506,18 @@ impl Breaker {
         Ok(self.admit_call(now))
     }
 
+    #[inline(never)]
     fn admit_probe(&mut self, now: Nanos) -> Result<Permit, Rejection> {
         let (limit, timeout) = (self.config.half_open_max_probes, self.config.probe_timeout);
         match self.probes.admit(limit, now, timeout) {
-            Some(slot) => Ok(Permit {
-                epoch: self.phase.epoch,
-                started: now,
-                slot: slot.saturating_add(1),
-            }),
+            Some(slot) => {
+                bump(&mut self.stats.admitted);
+                Ok(Permit {
+                    epoch: self.phase.epoch,
+                    started: now,
+                    slot: slot.saturating_add(1),
+                })
+            }
             None => {
                 let until_timeout = self.probes.oldest(now).map_or(0, |start| {
                     self.config.probe_timeout.saturating_sub(since(now, start))
@@ -458,12 +528,14 @@ impl Breaker {
     }
 
     /// Trips on hung calls.
+    #[inline(never)]
     fn hang_trip(&mut self, now: Nanos) -> Option<Transition> {
         (self.in_flight.hung(now) >= self.config.failure_threshold)
             .then(|| self.enter(State::Open, Reason::HungCalls, now))
     }
 
     /// Whether `permit` was issued by this breaker in its current epoch and is still out.
+    #[inline(always)]
     fn is_current(&mut self, permit: &Permit, now: Nanos) -> bool {
         if permit.epoch != self.phase.epoch
             || since(now, permit.started) > since(now, self.phase.entered_at)
@@ -478,6 +550,7 @@ impl Breaker {
         }
     }
 
+    #[inline(always)]
     fn count_outcome(&mut self, class: Class) {
         match class {
             Class::Success => bump(&mut self.stats.successes),
@@ -486,7 +559,7 @@ impl Breaker {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn finish_call(
         &mut self,
         started: Nanos,
@@ -494,24 +567,39 @@ impl Breaker {
         slow: bool,
         now: Nanos,
     ) -> Option<Transition> {
+        // Read once: nothing below changes the state before a transition, and a local
+        // spares the hot path a reload after every store into the window.
+        let closed = self.phase.state == State::Closed;
         self.in_flight.finish(started, now);
-        self.count_outcome(class);
-        if class != Class::Neutral {
-            let tally = self.window.record(now, class == Class::Fault, slow);
-            if self.phase.state == State::Closed {
-                if let Some(reason) = self.trip_reason(tally) {
-                    return Some(self.enter(State::Open, reason, now));
-                }
-            }
+        if let Some(trip) = self.count_in_window(class, slow, now, closed) {
+            return Some(trip);
         }
-        if self.phase.state == State::Closed && self.config.slow_call_duration.is_some() {
+        if closed && self.config.slow_call_duration.is_some() {
             return self.hang_trip(now);
         }
         None
     }
 
+    /// Counts a normal call's outcome, and trips a `closed` breaker if a rule is now met.
+    #[inline(always)]
+    fn count_in_window(
+        &mut self,
+        class: Class,
+        slow: bool,
+        now: Nanos,
+        closed: bool,
+    ) -> Option<Transition> {
+        self.count_outcome(class);
+        if class == Class::Neutral {
+            return None;
+        }
+        let tally = self.window.record(now, class == Class::Fault, slow);
+        let reason = if closed { self.trip_reason(tally) } else { None };
+        reason.map(|reason| self.enter(State::Open, reason, now))
+    }
+
     /// The first trip rule the window's tally meets.
-    #[inline]
+    #[inline(always)]
     fn trip_reason(&self, tally: Tally) -> Option<Reason> {
         let config = &self.config;
         if tally.calls < config.min_calls {
@@ -534,6 +622,7 @@ impl Breaker {
         }
     }
 
+    #[inline(never)]
     fn finish_probe(&mut self, class: Class, slow: bool, now: Nanos) -> Option<Transition> {
         self.count_outcome(class);
         // When the operator asked to trip on slowness, a slow probe is no proof of health.

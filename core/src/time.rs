@@ -50,8 +50,15 @@ impl Watermark {
     /// Accepts a host reading and returns the instant the breaker will use.
     #[inline]
     pub(crate) fn observe(&mut self, now: Nanos) -> Nanos {
-        self.0 = self.peek(now);
-        self.0
+        // A branch, not a select: readings almost always move forward, and a predicted
+        // branch stores `now` without waiting for the load of the previous reading, which
+        // the very next call reads again.
+        if since(now, self.0) < HALF_CIRCLE {
+            self.0 = now;
+            now
+        } else {
+            self.0
+        }
     }
 
     /// The instant `now` would be observed as, without recording it.
