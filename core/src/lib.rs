@@ -54,6 +54,7 @@ extern crate std;
 
 mod table;
 
+mod classify;
 mod codec;
 mod config;
 mod inflight;
@@ -72,6 +73,9 @@ mod window;
 mod breaker;
 
 pub use breaker::{Admission, Breaker, Recorded};
+#[cfg(feature = "std")]
+pub use classify::error_outcome;
+pub use classify::{Classify, Status};
 pub use config::{
     Config, ConfigError, Field, FieldKind, Rule, MAX_BACKOFF_FACTOR, MAX_BUCKETS, MAX_PROBES,
     MAX_WINDOW_CALLS,

@@ -79,6 +79,22 @@ pub trait Clock {
     fn now(&self) -> Nanos;
 }
 
+impl<C: Clock + ?Sized> Clock for &C {
+    #[inline]
+    fn now(&self) -> Nanos {
+        (**self).now()
+    }
+}
+
+/// A shared clock (tests hold an `Arc<FakeClock>` and hand the breaker a clone).
+#[cfg(feature = "std")]
+impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
+    #[inline]
+    fn now(&self) -> Nanos {
+        (**self).now()
+    }
+}
+
 /// A clock that only moves when told to. Shareable across threads.
 ///
 /// ```

@@ -39,7 +39,7 @@
 //! * [`Breaker`]: `Send + Sync` and cheap to clone. [`Permit`] releases itself as
 //!   `cancelled` when dropped without an outcome.
 //! * [`Breaker::call`] / `Breaker::call_async` (feature `tokio`): the guarded call, with
-//!   a per-call timeout, classification ([`Classify`]) and a [`CallError`] to fall back
+//!   a per-call timeout, classification by the core's rules ([`Classify`]) and a [`CallError`] to fall back
 //!   on.
 //! * [`Registry`]: named breakers, one per upstream.
 //!
@@ -61,7 +61,10 @@ use anyhow::{anyhow, Context, Result};
 use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Engine, ResourceLimiter, Store};
 
-pub use call::{CallError, Classify, Status};
+pub use call::CallError;
+/// The core this host runs inside the component, for its outcome and classification types.
+pub use tripgate_core;
+pub use tripgate_core::{Classify, Status};
 pub use config::ConfigError;
 pub use registry::Registry;
 pub use tripgate_core::{
@@ -595,21 +598,21 @@ impl Permit {
     }
 
     /// Hands the permit back with its call's outcome, at the clock's `now`.
-    pub fn record(mut self, outcome: Outcome) -> Result<Recorded> {
+    pub fn record(mut self, outcome: impl Into<Outcome>) -> Result<Recorded> {
         let resource = self.take()?;
-        deliver(&self.breaker, resource, outcome)
+        deliver(&self.breaker, resource, outcome.into())
     }
 
     /// Hands the permit to `breaker` (normally the one that issued it; any other refuses
     /// it with [`RecordError`] `foreign-permit` and releases it on its own breaker).
-    pub fn record_on(mut self, breaker: &Breaker, outcome: Outcome) -> Result<Recorded> {
+    pub fn record_on(mut self, breaker: &Breaker, outcome: impl Into<Outcome>) -> Result<Recorded> {
         if !Arc::ptr_eq(&breaker.shared.instance, &self.breaker.instance) {
             // Another instance cannot even see the handle: refuse it as the component
             // refuses a foreign permit, and release it on its own breaker (by `Drop`).
             return Err(RecordError(wit::RecordError::ForeignPermit).into());
         }
         let resource = self.take()?;
-        deliver(&breaker.shared, resource, outcome)
+        deliver(&breaker.shared, resource, outcome.into())
     }
 
     fn take(&mut self) -> Result<ResourceAny> {
