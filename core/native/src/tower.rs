@@ -194,6 +194,14 @@ fn timed_out(error: &(dyn Error + 'static)) -> bool {
     error.is::<tower::timeout::error::Elapsed>() || error.is::<tokio::time::error::Elapsed>()
 }
 
+/// The outcome the layer records for a service's error: `timeout` for tower's and
+/// tokio's timeout errors, else by the first `io::Error` among its causes
+/// ([`tripgate_core::error_outcome`]: a refused connection is a `connection-error`),
+/// else `failure`.
+pub fn error_outcome_of(error: &(dyn Error + 'static)) -> tripgate_core::Outcome {
+    error_outcome(error, timed_out)
+}
+
 impl<F, C, Body, E> Future for ResponseFuture<F, C>
 where
     F: Future<Output = Result<http::Response<Body>, E>>,
@@ -217,7 +225,7 @@ where
         };
         let outcome = match &result {
             Ok(response) => Status(response.status().as_u16()).outcome(),
-            Err(error) => error_outcome(&**error, timed_out),
+            Err(error) => error_outcome_of(&**error),
         };
         if let Some(permit) = this.permit.take() {
             permit.record(outcome);
