@@ -52,6 +52,32 @@ pub struct Recorded {
     pub transitions: Transitions,
 }
 
+/// What [`Breaker::record_into`] made of an outcome: [`Recorded`] without its
+/// transitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// How the outcome was classified.
+    pub class: Class,
+    /// A success slower than `slow-call-duration`.
+    pub slow: bool,
+    /// The permit was from an earlier epoch (or not issued by this breaker), so nothing was
+    /// counted.
+    pub stale: bool,
+}
+
+/// Appends `transitions` to a host's `caused` (see [`Breaker::acquire_into`]).
+#[inline]
+fn report(caused: &mut Option<Transitions>, transitions: &Transitions) {
+    for transition in transitions {
+        report_one(caused, *transition);
+    }
+}
+
+#[cold]
+fn report_one(caused: &mut Option<Transitions>, transition: Transition) {
+    caused.get_or_insert_with(Transitions::default).push(transition);
+}
+
 /// The breaker as time alone would have moved it (see [`Breaker::projected`]).
 pub(crate) struct Projection {
     pub(crate) phase: Phase,
@@ -111,6 +137,24 @@ impl Breaker {
     /// Admits a call or turns it away. Never blocks, never allocates.
     #[inline(always)]
     pub fn acquire(&mut self, now: Nanos) -> Admission {
+        let mut caused = None;
+        let decision = self.acquire_into(now, &mut caused);
+        Admission {
+            decision,
+            transitions: caused.unwrap_or_default(),
+        }
+    }
+
+    /// [`Self::acquire`] for hosts that pass the decision on and the transitions
+    /// elsewhere (a listener): the transitions, if the call caused any, are appended to
+    /// `caused`, which a call that causes none never touches. A hot path then moves a
+    /// permit, not a whole [`Admission`].
+    #[inline(always)]
+    pub fn acquire_into(
+        &mut self,
+        now: Nanos,
+        caused: &mut Option<Transitions>,
+    ) -> Result<Permit, Rejection> {
         let now = self.clock.observe(now);
         // The two paths that must cost nanoseconds, inline: a closed breaker without
         // hang detection or a concurrency cap (time alone cannot move it, nothing can
@@ -120,22 +164,22 @@ impl Breaker {
                 if self.config.slow_call_duration.is_none()
                     && self.config.max_in_flight.is_none() =>
             {
-                Admission {
-                    decision: Ok(self.admit_untracked_call(now)),
-                    transitions: Transitions::default(),
-                }
+                Ok(self.admit_untracked_call(now))
             }
-            State::Open if self.phase.remaining(now) > 0 => Admission {
-                decision: Err(self.reject(RejectReason::Open, self.phase.remaining(now))),
-                transitions: Transitions::default(),
-            },
-            _ => self.admit_settled(now),
+            State::Open if self.phase.remaining(now) > 0 => {
+                Err(self.reject(RejectReason::Open, self.phase.remaining(now)))
+            }
+            _ => self.admit_settled(now, caused),
         }
     }
 
     /// [`Self::acquire`] in every state: first the transitions time alone made due.
     #[inline(never)]
-    fn admit_settled(&mut self, now: Nanos) -> Admission {
+    fn admit_settled(
+        &mut self,
+        now: Nanos,
+        caused: &mut Option<Transitions>,
+    ) -> Result<Permit, Rejection> {
         let mut transitions = self.settle(now);
         let decision = match self.phase.state {
             State::Closed => self.admit_closed(now, &mut transitions),
@@ -144,10 +188,8 @@ impl Breaker {
             State::HalfOpen => self.admit_probe(now),
             State::Isolated => Err(self.reject(RejectReason::Isolated, 0)),
         };
-        Admission {
-            decision,
-            transitions,
-        }
+        report(caused, &transitions);
+        decision
     }
 
     /// [`Self::acquire`] without a clock reading, when time cannot matter to admission:
@@ -160,54 +202,109 @@ impl Breaker {
     /// `performance.now()` is ~40 ns).
     #[inline]
     pub fn acquire_untimed(&mut self) -> Option<Admission> {
-        (self.phase.state == State::Closed && self.config.slow_call_duration.is_none())
+        self.untimed_admissible()
             .then(|| self.acquire(self.latest()))
     }
 
+    /// [`Self::acquire_untimed`] in the form of [`Self::acquire_into`].
+    #[inline(always)]
+    pub fn acquire_untimed_into(
+        &mut self,
+        caused: &mut Option<Transitions>,
+    ) -> Option<Result<Permit, Rejection>> {
+        self.untimed_admissible()
+            .then(|| self.acquire_into(self.latest(), caused))
+    }
+
+    /// [`Self::acquire_into`] that reads `clock` only when the decision needs the time:
+    /// not for a closed breaker without hang detection ([`Self::acquire_untimed`]'s case).
+    #[inline(always)]
+    pub fn acquire_reading(
+        &mut self,
+        clock: impl FnOnce() -> Nanos,
+        caused: &mut Option<Transitions>,
+    ) -> Result<Permit, Rejection> {
+        let now = if self.untimed_admissible() {
+            self.latest()
+        } else {
+            clock()
+        };
+        self.acquire_into(now, caused)
+    }
+
+    #[inline(always)]
+    fn untimed_admissible(&self) -> bool {
+        self.phase.state == State::Closed && self.config.slow_call_duration.is_none()
+    }
+
     /// The latest instant the breaker has seen: a `now` below it is treated as it.
+    #[inline(always)]
     pub fn latest(&self) -> Nanos {
-        self.clock.peek(0)
+        // The watermark itself. (Not `peek(0)`: on the circle of instants 0 is *ahead*
+        // of a watermark in the upper half, so an untimed admission on a clock whose
+        // origin is near `u64::MAX` would have moved the breaker's time forward.)
+        self.clock.latest()
     }
 
     /// Takes a permit back with its call's outcome.
     #[inline(always)]
     pub fn record(&mut self, permit: Permit, outcome: Outcome, now: Nanos) -> Recorded {
+        let mut caused = None;
+        let Verdict { class, slow, stale } = self.record_into(permit, outcome, now, &mut caused);
+        Recorded {
+            class,
+            slow,
+            stale,
+            transitions: caused.unwrap_or_default(),
+        }
+    }
+
+    /// [`Self::record`] in the form of [`Self::acquire_into`]: the transitions, if any,
+    /// are appended to `caused`; the rest comes back as a [`Verdict`].
+    #[inline(always)]
+    pub fn record_into(
+        &mut self,
+        permit: Permit,
+        outcome: Outcome,
+        now: Nanos,
+        caused: &mut Option<Transitions>,
+    ) -> Verdict {
         let now = self.clock.observe(now);
         let class = classify(
             outcome,
             &self.config.fault_statuses,
             &self.config.fault_grpc_codes,
         );
-        // Both paths fill in this one value: were the general path to return a value of
-        // its own, the two would meet in a copy of the whole result on every call.
-        let mut recorded = Recorded {
-            class,
-            slow: false,
-            stale: false,
-            transitions: Transitions::default(),
-        };
         // The path that must cost nanoseconds, inline: a normal call of the current epoch
         // back at a closed breaker that tracks no slow calls (time alone cannot move a
         // closed breaker, and no success is slow).
         if self.phase.state == State::Closed
-            && permit.slot == 0
+            && permit.slot() == 0
             && self.config.slow_call_duration.is_none()
             && self.is_current(&permit, now)
         {
             self.in_flight.finish_untracked();
-            if let Some(transition) = self.count_in_window(class, false, now, true) {
-                recorded.transitions.push(transition);
+            if let Some(trip) = self.count_in_window(class, false, now, true) {
+                report_one(caused, trip);
             }
-        } else {
-            self.record_settled(&mut recorded, permit, now);
+            return Verdict {
+                class,
+                slow: false,
+                stale: false,
+            };
         }
-        recorded
+        self.record_settled(permit, class, now, caused)
     }
 
     /// [`Self::record`] in every state: first the transitions time alone made due.
     #[inline(never)]
-    fn record_settled(&mut self, recorded: &mut Recorded, permit: Permit, now: Nanos) {
-        let class = recorded.class;
+    fn record_settled(
+        &mut self,
+        permit: Permit,
+        class: Class,
+        now: Nanos,
+        caused: &mut Option<Transitions>,
+    ) -> Verdict {
         let mut transitions = self.settle(now);
         let slow = class == Class::Success
             && self
@@ -217,18 +314,21 @@ impl Breaker {
         let current = self.is_current(&permit, now);
         if !current {
             bump(&mut self.stats.stale);
-            if permit.slot != 0 {
+            if permit.slot() != 0 {
                 self.probes
-                    .release_lingering(permit.slot.saturating_sub(1), permit.started);
+                    .release_lingering(permit.slot().saturating_sub(1), permit.started);
             }
-        } else if permit.slot == 0 {
+        } else if permit.slot() == 0 {
             transitions.extend(self.finish_call(permit.started, class, slow, now));
         } else {
             transitions.extend(self.finish_probe(class, slow, now));
         }
-        recorded.slow = slow;
-        recorded.stale = !current;
-        recorded.transitions = transitions;
+        report(caused, &transitions);
+        Verdict {
+            class,
+            slow,
+            stale: !current,
+        }
     }
 
     /// Records an outcome whose permit the host could not match: recorded already, or
@@ -257,9 +357,9 @@ impl Breaker {
     /// in a table may drop those that hold nothing; their outcome would only be stale.
     pub fn holds(&self, permit: &Permit, now: Nanos) -> bool {
         let now = self.clock.peek(now);
-        let current = permit.epoch == self.phase.epoch
+        let current = permit.is_of_epoch(self.phase.epoch)
             && since(now, permit.started) <= since(now, self.phase.entered_at);
-        match (permit.slot.checked_sub(1), self.phase.state) {
+        match (permit.slot().checked_sub(1), self.phase.state) {
             (None, State::Closed | State::Disabled) => current,
             (None, _) => false,
             (Some(slot), state) => self.probes.holds(
@@ -477,11 +577,7 @@ impl Breaker {
 
     #[inline(always)]
     fn permit_for_call(&self, now: Nanos) -> Permit {
-        Permit {
-            epoch: self.phase.epoch,
-            started: now,
-            slot: 0,
-        }
+        Permit::new(self.phase.epoch, now, 0)
     }
 
     #[inline(always)]
@@ -512,11 +608,7 @@ impl Breaker {
         match self.probes.admit(limit, now, timeout) {
             Some(slot) => {
                 bump(&mut self.stats.admitted);
-                Ok(Permit {
-                    epoch: self.phase.epoch,
-                    started: now,
-                    slot: slot.saturating_add(1),
-                })
+                Ok(Permit::new(self.phase.epoch, now, slot.saturating_add(1)))
             }
             None => {
                 let until_timeout = self.probes.oldest(now).map_or(0, |start| {
@@ -537,12 +629,12 @@ impl Breaker {
     /// Whether `permit` was issued by this breaker in its current epoch and is still out.
     #[inline(always)]
     fn is_current(&mut self, permit: &Permit, now: Nanos) -> bool {
-        if permit.epoch != self.phase.epoch
+        if !permit.is_of_epoch(self.phase.epoch)
             || since(now, permit.started) > since(now, self.phase.entered_at)
         {
             return false;
         }
-        match (permit.slot, self.phase.state) {
+        match (permit.slot(), self.phase.state) {
             (0, State::Closed | State::Disabled) => true,
             (0, _) => false,
             (slot, State::HalfOpen) => self.probes.release(slot.saturating_sub(1), permit.started),

@@ -72,7 +72,7 @@ mod window;
 
 mod breaker;
 
-pub use breaker::{Admission, Breaker, Recorded};
+pub use breaker::{Admission, Breaker, Recorded, Verdict};
 #[cfg(feature = "std")]
 pub use classify::error_outcome;
 pub use classify::{Classify, Status};

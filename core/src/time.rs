@@ -61,6 +61,12 @@ impl Watermark {
         }
     }
 
+    /// The latest instant seen.
+    #[inline(always)]
+    pub(crate) fn latest(self) -> Nanos {
+        self.0
+    }
+
     /// The instant `now` would be observed as, without recording it.
     #[inline]
     pub(crate) fn peek(self, now: Nanos) -> Nanos {

@@ -8,13 +8,11 @@
 
 use std::hint::black_box;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use failsafe::{backoff, failure_policy, CircuitBreaker as _};
+use failsafe::CircuitBreaker as _;
+use tripgate_bench::{err, failsafe_breaker, ok, recloser_breaker, timed};
 use tripgate_core::{Breaker, Clock, Config, MonotonicClock, Outcome, SECOND};
-
-const HOUR: Duration = Duration::from_secs(3600);
 
 fn tripgate() -> Breaker {
     Breaker::new(Config::default(), 0).unwrap()
@@ -27,43 +25,6 @@ fn tripped() -> Breaker {
         b.record(p, Outcome::Timeout, 0);
     }
     b
-}
-
-fn failsafe_breaker() -> impl failsafe::CircuitBreaker {
-    failsafe::Config::new()
-        .failure_policy(failure_policy::consecutive_failures(
-            5,
-            backoff::constant(HOUR),
-        ))
-        .build()
-}
-
-fn recloser_breaker() -> recloser::Recloser {
-    recloser::Recloser::custom()
-        .error_rate(0.5)
-        .closed_len(5)
-        .half_open_len(1)
-        .open_wait(HOUR)
-        .build()
-}
-
-/// Times `iters` calls of `f` in a plain loop. Every workload, tripgate's and the others',
-/// goes through this same loop, so criterion's per-iteration closure overhead (several ns,
-/// as much as the work itself here) stays out of all of them alike.
-fn timed(iters: u64, mut f: impl FnMut(u64)) -> Duration {
-    let start = Instant::now();
-    for i in 0..iters {
-        f(black_box(i));
-    }
-    start.elapsed()
-}
-
-fn ok() -> Result<(), ()> {
-    black_box(Ok(()))
-}
-
-fn err() -> Result<(), ()> {
-    black_box(Err(()))
 }
 
 fn acquire_record_closed(c: &mut Criterion) {

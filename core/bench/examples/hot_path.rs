@@ -2,7 +2,8 @@
 //! `valgrind --tool=callgrind target/release/examples/hot_path closed 1000000`.
 //!
 //! Workloads: `closed` (acquire + record success), `open` (rejection), `trip` (the fault
-//! that trips, on a fresh copy of a breaker four faults from tripping).
+//! that trips, on a fresh copy of a breaker four faults from tripping), `shared` (the
+//! thread-safe breaker's acquire + record, one thread), `clock` (one `QuantaClock` read).
 
 use std::hint::black_box;
 
@@ -39,6 +40,18 @@ fn main() {
                 let mut copy = b.clone();
                 let p = copy.acquire(black_box(1)).decision.unwrap();
                 black_box(&copy.record(p, Outcome::Timeout, 1));
+            }
+        }
+        "shared" => {
+            let b = tripgate::Breaker::new(Config::default()).unwrap();
+            for _ in 0..iters {
+                black_box(b.acquire().unwrap().record(Outcome::Success));
+            }
+        }
+        "clock" => {
+            let clock = tripgate::QuantaClock::new();
+            for _ in 0..iters {
+                black_box(tripgate_core::Clock::now(&clock));
             }
         }
         other => panic!("unknown workload {other}"),

@@ -1,2 +1,83 @@
-//! Benchmarks only: see `benches/`. The library is empty so that the benches can share a
-//! crate with `examples/hot_path.rs`, the loop profiled under perf and callgrind.
+//! What the benchmarks share: one timing loop for every workload and the peers built
+//! with matching settings (`benches/core.rs`: the bare core; `benches/native.rs`: the
+//! thread-safe breaker, threads and the tower layer). `examples/hot_path.rs` is the loop
+//! profiled under perf and callgrind.
+
+use std::hint::black_box;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use failsafe::{backoff, failure_policy};
+
+/// An hour: the peers' open wait, so nothing they do in a run ends a cooldown.
+pub const HOUR: Duration = Duration::from_secs(3600);
+
+/// Times `iters` calls of `f` in a plain loop. Every workload, tripgate's and the peers',
+/// goes through this same loop, so criterion's per-iteration closure overhead (several
+/// ns, as much as the work itself here) stays out of all of them alike.
+pub fn timed(iters: u64, mut f: impl FnMut(u64)) -> Duration {
+    let start = Instant::now();
+    for i in 0..iters {
+        f(black_box(i));
+    }
+    start.elapsed()
+}
+
+/// Wall time for `threads` threads doing `iters` calls of `f` each, started together,
+/// divided by `threads`: criterion's time per iteration is then the time per call of
+/// throughput (per pair, for acquire + record) while the threads share one breaker.
+pub fn threaded<T: Send + Sync + 'static>(
+    shared: &Arc<T>,
+    threads: u32,
+    iters: u64,
+    f: fn(&T),
+) -> Duration {
+    let barrier = Arc::new(Barrier::new(threads as usize + 1));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (shared, barrier) = (Arc::clone(shared), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                for _ in 0..iters {
+                    f(&shared);
+                }
+            })
+        })
+        .collect();
+    barrier.wait();
+    let start = Instant::now();
+    for handle in handles {
+        handle.join().expect("bench thread");
+    }
+    start.elapsed() / threads
+}
+
+/// failsafe with the spec's default threshold: 5 consecutive failures open it for an hour.
+pub fn failsafe_breaker() -> impl failsafe::CircuitBreaker + Send + Sync + 'static {
+    failsafe::Config::new()
+        .failure_policy(failure_policy::consecutive_failures(
+            5,
+            backoff::constant(HOUR),
+        ))
+        .build()
+}
+
+/// recloser over the last 5 calls at a 50 % error rate, open for an hour.
+pub fn recloser_breaker() -> recloser::Recloser {
+    recloser::Recloser::custom()
+        .error_rate(0.5)
+        .closed_len(5)
+        .half_open_len(1)
+        .open_wait(HOUR)
+        .build()
+}
+
+/// A call that succeeds, opaque to the optimiser.
+pub fn ok() -> Result<(), ()> {
+    black_box(Ok(()))
+}
+
+/// A call that fails, opaque to the optimiser.
+pub fn err() -> Result<(), ()> {
+    black_box(Err(()))
+}

@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::{Arc, RwLock};
 
 use tripgate_core::{
-    Clock, Config, ConfigError, Metrics, Outcome, Recorded, Rejection, SnapshotError, State,
-    Transition, Transitions, MAX_EXPORT_LEN,
+    Clock, Config, ConfigError, Metrics, Outcome, Rejection, SnapshotError, State, Transition,
+    Transitions, Verdict, MAX_EXPORT_LEN,
 };
 
 use crate::clock::QuantaClock;
@@ -95,22 +95,34 @@ impl<C: Clock> Breaker<C> {
 
     #[inline(always)]
     fn admit(&self) -> Result<tripgate_core::Permit, Rejection> {
-        let admission = self.core.with(|core| match core.acquire_untimed() {
-            Some(admission) => admission,
-            None => core.acquire(self.clock.now()),
-        });
-        self.notify(&admission.transitions);
-        admission.decision
+        // The `_into` forms: a call that causes no transition moves a permit, not the
+        // core's whole `Admission`, out of the lock.
+        let mut caused = None;
+        let decision = self
+            .core
+            .with(|core| core.acquire_reading(|| self.clock.now(), &mut caused));
+        self.notify(caused);
+        decision
     }
 
     /// Takes a core permit back with its outcome at the clock's `now`.
     #[inline(always)]
-    fn finish(&self, permit: tripgate_core::Permit, outcome: Outcome) -> Recorded {
+    fn finish(&self, permit: tripgate_core::Permit, outcome: Outcome) -> Verdict {
         // Read before taking the lock: the clock is the longest part of a record.
         let now = self.clock.now();
-        let recorded = self.core.with(|core| core.record(permit, outcome, now));
-        self.notify(&recorded.transitions);
-        recorded
+        let mut caused = None;
+        let verdict = self
+            .core
+            .with(|core| core.record_into(permit, outcome, now, &mut caused));
+        self.notify(caused);
+        verdict
+    }
+
+    /// A permit dropped without an outcome.
+    #[cold]
+    #[inline(never)]
+    fn cancel(&self, permit: tripgate_core::Permit) {
+        self.finish(permit, Outcome::Cancelled);
     }
 
     /// The effective state now.
@@ -148,7 +160,9 @@ impl<C: Clock> Breaker<C> {
     fn manual(&self, op: fn(&mut tripgate_core::Breaker, u64) -> Transitions) -> Transitions {
         let now = self.clock.now();
         let transitions = self.core.with(|core| op(core, now));
-        self.notify(&transitions);
+        if !transitions.is_empty() {
+            self.tell(&transitions);
+        }
         transitions
     }
 
@@ -180,9 +194,9 @@ impl<C: Clock> Breaker<C> {
     }
 
     #[inline(always)]
-    fn notify(&self, transitions: &Transitions) {
-        if !transitions.is_empty() {
-            self.tell(transitions);
+    fn notify(&self, caused: Option<Transitions>) {
+        if let Some(transitions) = caused {
+            self.tell(&transitions);
         }
     }
 
@@ -225,27 +239,30 @@ macro_rules! permit_api {
                 self.permit.as_ref().is_some_and(|p| p.is_probe())
             }
 
-            /// Hands the permit back with its call's outcome, at the clock's `now`.
+            /// Hands the permit back with its call's outcome, at the clock's `now`. The
+            /// transitions it caused go to the listener ([`Breaker::on_transition`]).
             #[inline]
-            pub fn record(mut self, outcome: Outcome) -> Recorded {
+            pub fn record(mut self, outcome: Outcome) -> Verdict {
                 match self.permit.take() {
                     Some(permit) => self.breaker.finish(permit, outcome),
                     // Unreachable: `record` consumes the permit, and only it and `Drop`
                     // take the core's permit out.
-                    None => Recorded {
+                    None => Verdict {
                         class: tripgate_core::Class::Neutral,
                         slow: false,
                         stale: true,
-                        transitions: Transitions::default(),
                     },
                 }
             }
         }
 
         impl<C: Clock> Drop for $ty {
+            /// Inline: after `record` there is nothing to do, and a call for nothing
+            /// would cost as much as a check.
+            #[inline]
             fn drop(&mut self) {
                 if let Some(permit) = self.permit.take() {
-                    self.breaker.finish(permit, Outcome::Cancelled);
+                    self.breaker.cancel(permit);
                 }
             }
         }

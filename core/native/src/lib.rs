@@ -55,6 +55,6 @@ pub use clock::QuantaClock;
 pub use registry::Registry;
 pub use tripgate_core::{
     error_outcome, Class, Classify, Clock, Config, ConfigError, FakeClock, GrpcSet, Metrics,
-    Nanos, Outcome, Reason, Recorded, RejectReason, Rejection, SnapshotError, State, Status,
-    StatusSet, Transition, Transitions, MILLISECOND, SECOND,
+    Nanos, Outcome, Reason, RejectReason, Rejection, SnapshotError, State, Status, StatusSet,
+    Transition, Transitions, Verdict, MILLISECOND, SECOND,
 };

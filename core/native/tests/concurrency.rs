@@ -64,7 +64,7 @@ fn sixty_four_threads_never_put_more_than_k_inside_the_guarded_call() {
                     inside.fetch_sub(1, Ordering::SeqCst);
                     if (t + round) % 2 == 0 {
                         let recorded = permit.record(Outcome::Success);
-                        assert!(!recorded.stale && recorded.transitions.is_empty());
+                        assert!(!recorded.stale);
                     } else {
                         drop(permit);
                     }

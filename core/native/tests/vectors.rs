@@ -28,7 +28,7 @@ fn step3(t: &Transition) -> Step3 {
 
 impl Native {
     /// The transitions the listener heard during the last call, checked against the ones
-    /// the call itself returned where it returns any.
+    /// the call itself returned where it returns any (manual operations).
     fn heard(&self, returned: Option<&Transitions>) -> Vec<Step3> {
         let heard: Vec<Transition> = std::mem::take(&mut *self.heard.lock().unwrap());
         if let Some(returned) = returned {
@@ -88,7 +88,7 @@ impl Subject for Native {
             class: recorded.class.name().to_string(),
             slow: recorded.slow,
             stale: recorded.stale,
-            transitions: self.heard(Some(&recorded.transitions)),
+            transitions: self.heard(None),
         })
     }
 
