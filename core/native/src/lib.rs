@@ -32,8 +32,9 @@
 //!   core's rules for statuses and `io::Error`s), a timeout and a [`CallError`] to fall
 //!   back on; transition listeners ([`Breaker::on_transition`]); export and import.
 //! * [`Registry`]: named breakers, one per upstream.
-//! * [`QuantaClock`]: the CPU's time-stamp counter (via `quanta`), a few nanoseconds a
-//!   reading. A closed breaker admits without reading any clock.
+//! * [`CoarseClock`] (the default): a millisecond-fresh reading kept by quanta's upkeep
+//!   thread, one atomic load; [`QuantaClock`]: the CPU's time-stamp counter, for exact
+//!   call durations. A closed breaker admits without reading any clock.
 //! * `tower::CircuitBreakerLayer` (feature `tower`): the breaker around any tower service
 //!   whose responses are `http::Response`s, hyper clients and servers included.
 //!
@@ -51,7 +52,7 @@ pub mod tower;
 
 pub use breaker::{Breaker, OwnedPermit, Permit};
 pub use call::CallError;
-pub use clock::QuantaClock;
+pub use clock::{CoarseClock, QuantaClock, COARSE_TICK};
 pub use registry::Registry;
 pub use tripgate_core::{
     error_outcome, Class, Classify, Clock, Config, ConfigError, FakeClock, GrpcSet, Metrics,

@@ -20,18 +20,41 @@ pub(crate) struct Lock<T> {
     value: UnsafeCell<T>,
 }
 
-// SAFETY: the value is only reached through `with`, which holds the lock for the whole
-// access, so at most one thread has a `&mut T` at a time: exactly what `Mutex<T>` offers,
-// with the same bound.
+// SAFETY: the value is only reached through a `Guard`, which exists only while its thread
+// holds the lock, so at most one thread reaches the value at a time: exactly what
+// `Mutex<T>` offers, with the same bound.
 unsafe impl<T: Send> Sync for Lock<T> {}
 
-/// Gives the lock back when dropped, also if the closure unwound.
-struct Unlock<'a>(&'a AtomicBool);
+/// The value, borrowed while the lock is held; gives the lock back when dropped (also
+/// when the holder unwinds). A guard rather than a closure, so the hot path inlines
+/// whole: a closure's body is a function of its own, and what it returns goes through
+/// memory.
+pub(crate) struct Guard<'a, T> {
+    lock: &'a Lock<T>,
+}
 
-impl Drop for Unlock<'_> {
+impl<T> Drop for Guard<'_, T> {
     #[inline(always)]
     fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
+        self.lock.held.store(false, Ordering::Release);
+    }
+}
+
+impl<T> std::ops::Deref for Guard<'_, T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        // SAFETY: the guard exists only while this thread holds the lock.
+        unsafe { &*self.lock.value.get() }
+    }
+}
+
+impl<T> std::ops::DerefMut for Guard<'_, T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only borrow.
+        unsafe { &mut *self.lock.value.get() }
     }
 }
 
@@ -43,10 +66,11 @@ impl<T> Lock<T> {
         }
     }
 
-    /// Runs `f` on the value with the lock held. `f` must not take this lock again
-    /// (it would spin forever); the breaker calls listeners only after `with` returns.
+    /// Takes the lock. The holder must not take it again before dropping the guard (it
+    /// would spin forever); the breaker calls listeners only after dropping it.
     #[inline(always)]
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+    pub(crate) fn lock(&self) -> Guard<'_, T> {
+        // Acquire pairs with the previous holder's Release store in `Guard::drop`.
         if self
             .held
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -54,10 +78,7 @@ impl<T> Lock<T> {
         {
             self.wait();
         }
-        let _unlock = Unlock(&self.held);
-        // SAFETY: this thread set `held` (Acquire pairs with the previous holder's Release
-        // store), and nobody else reaches the value until `_unlock` clears it.
-        f(unsafe { &mut *self.value.get() })
+        Guard { lock: self }
     }
 
     /// Takes the lock when another thread holds it.
@@ -109,13 +130,12 @@ mod tests {
                 let lock = Arc::clone(&lock);
                 std::thread::spawn(move || {
                     for _ in 0..ROUNDS {
-                        lock.with(|(a, b)| {
-                            // Two writes that must stay equal if nobody else is inside.
-                            *a += 1;
-                            std::hint::black_box(&*a);
-                            *b += 1;
-                            assert_eq!(*a, *b);
-                        });
+                        let mut pair = lock.lock();
+                        // Two writes that must stay equal if nobody else is inside.
+                        pair.0 += 1;
+                        std::hint::black_box(&pair.0);
+                        pair.1 += 1;
+                        assert_eq!(pair.0, pair.1);
                     }
                 })
             })

@@ -5,13 +5,13 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use tripgate_core::{Clock, Config, ConfigError, Metrics};
 
-use crate::{Breaker, QuantaClock};
+use crate::{Breaker, CoarseClock};
 
 /// Breakers by name (one per upstream: `"payments"`, `"identity"`), all reading one
 /// clock. Each breaker has its own lock, so a hot upstream's breaker never waits on
 /// another's. `Send + Sync`; share it in an `Arc`. Look a breaker up once and keep the
 /// `Arc`: the lookup takes a read lock, the breaker's calls do not.
-pub struct Registry<C: Clock + Clone = QuantaClock> {
+pub struct Registry<C: Clock + Clone = CoarseClock> {
     clock: C,
     default: Config,
     breakers: RwLock<BTreeMap<String, Arc<Breaker<C>>>>,
@@ -25,10 +25,10 @@ impl<C: Clock + Clone> std::fmt::Debug for Registry<C> {
     }
 }
 
-impl Registry<QuantaClock> {
+impl Registry<CoarseClock> {
     /// An empty registry whose breakers take `default` unless told otherwise.
     pub fn new(default: Config) -> Self {
-        Self::with_clock(default, QuantaClock::new())
+        Self::with_clock(default, CoarseClock::new())
     }
 }
 

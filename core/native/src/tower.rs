@@ -45,7 +45,7 @@ use pin_project_lite::pin_project;
 use tower::{BoxError, Layer, Service};
 use tripgate_core::{error_outcome, Classify, Clock, RejectReason, Rejection, State, Status};
 
-use crate::{Breaker, OwnedPermit, QuantaClock};
+use crate::{Breaker, OwnedPermit, CoarseClock};
 
 /// A request the breaker turned away without calling the inner service. The service's
 /// error is a `BoxError`; downcast it to this type.
@@ -84,7 +84,7 @@ impl Error for Rejected {}
 
 /// Wraps services in [`CircuitBreakerService`], all sharing one breaker.
 #[derive(Debug)]
-pub struct CircuitBreakerLayer<C: Clock = QuantaClock> {
+pub struct CircuitBreakerLayer<C: Clock = CoarseClock> {
     breaker: Arc<Breaker<C>>,
 }
 
@@ -116,7 +116,7 @@ impl<S, C: Clock> Layer<S> for CircuitBreakerLayer<C> {
 
 /// A service whose calls pass the breaker first (see the [module docs](self)).
 #[derive(Debug)]
-pub struct CircuitBreakerService<S, C: Clock = QuantaClock> {
+pub struct CircuitBreakerService<S, C: Clock = CoarseClock> {
     inner: S,
     breaker: Arc<Breaker<C>>,
 }
@@ -172,7 +172,7 @@ where
 pin_project! {
     /// The response of a [`CircuitBreakerService`]: the inner service's, recorded once
     /// when it resolves; `cancelled` if dropped before.
-    pub struct ResponseFuture<F, C: Clock = QuantaClock> {
+    pub struct ResponseFuture<F, C: Clock = CoarseClock> {
         #[pin]
         future: Option<F>,
         permit: Option<OwnedPermit<C>>,
