@@ -279,10 +279,11 @@ impl Breaker {
         // back at a closed breaker that tracks no slow calls (time alone cannot move a
         // closed breaker, and no success is slow).
         if self.phase.state == State::Closed
-            && permit.slot() == 0
+            && permit.is_call_of_epoch(self.phase.epoch)
             && self.config.slow_call_duration.is_none()
-            && self.is_current(&permit, now)
+            && self.started_this_phase(&permit, now)
         {
+            // `is_current` for a normal call in closed, checked above.
             self.in_flight.finish_untracked();
             if let Some(trip) = self.count_in_window(class, false, now, true) {
                 report_one(caused, trip);
@@ -626,12 +627,16 @@ impl Breaker {
             .then(|| self.enter(State::Open, Reason::HungCalls, now))
     }
 
+    /// Whether `permit` started no earlier than the current phase, as seen from `now`.
+    #[inline(always)]
+    fn started_this_phase(&self, permit: &Permit, now: Nanos) -> bool {
+        since(now, permit.started) <= since(now, self.phase.entered_at)
+    }
+
     /// Whether `permit` was issued by this breaker in its current epoch and is still out.
     #[inline(always)]
     fn is_current(&mut self, permit: &Permit, now: Nanos) -> bool {
-        if !permit.is_of_epoch(self.phase.epoch)
-            || since(now, permit.started) > since(now, self.phase.entered_at)
-        {
+        if !permit.is_of_epoch(self.phase.epoch) || !self.started_this_phase(permit, now) {
             return false;
         }
         match (permit.slot(), self.phase.state) {

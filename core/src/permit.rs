@@ -50,6 +50,13 @@ impl Permit {
         self.epoch() == epoch & MAX_EPOCH
     }
 
+    /// Whether this is a normal call's permit (not a probe's) issued in `epoch`: one
+    /// comparison of tickets, for the hot path.
+    #[inline(always)]
+    pub(crate) fn is_call_of_epoch(&self, epoch: u64) -> bool {
+        self.ticket == epoch.wrapping_shl(TICKET_SLOT_BITS)
+    }
+
     /// The instant the call was admitted.
     pub fn started(&self) -> Nanos {
         self.started

@@ -1,59 +1,62 @@
-//! The breaker's clocks, through `quanta`: [`CoarseClock`] (the default: a load of a
-//! millisecond-fresh reading) and [`QuantaClock`] (the CPU's time-stamp counter).
+//! The breaker's clocks, on the CPU's time-stamp counter through `quanta`:
+//! [`CoarseClock`] (the default: a load of a millisecond-fresh reading) and
+//! [`QuantaClock`] (a counter read each time).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use tripgate_core::{Clock, Nanos};
 
-/// How often quanta's upkeep thread refreshes the coarse reading: the precision of
+/// How often the ticker thread refreshes the coarse reading: the precision of
 /// [`CoarseClock`].
 pub const COARSE_TICK: Duration = Duration::from_millis(1);
 
-/// A monotonic clock that reads a shared reading quanta's upkeep thread refreshes every
-/// [`COARSE_TICK`]: one atomic load (~1 ns), where a time-stamp counter read costs ~10 ns
-/// on this kind of machine and `Instant::now()` ~30. The breaker needs no more: its window
-/// has bucket precision (3 s by default) and cooldowns are milliseconds; a reading lags real
-/// time by at most a tick plus the upkeep thread's scheduling delay, so a cooldown can end
-/// that much late, never early, and call durations are measured to about a millisecond.
+/// Nanoseconds on the process's [`QuantaClock`] as of the ticker's last tick.
+static COARSE_NANOS: AtomicU64 = AtomicU64::new(0);
+
+/// A monotonic clock that reads a shared reading a ticker thread refreshes every
+/// [`COARSE_TICK`] from a [`QuantaClock`]: one atomic load (~1 ns), where a time-stamp
+/// counter read costs ~10 ns on this kind of machine and `Instant::now()` ~30. The breaker
+/// needs no more: its window has bucket precision (3 s by default) and cooldowns are
+/// milliseconds. A reading lags real time by at most a tick plus the ticker's scheduling
+/// delay, so a cooldown can end that much late, never early, and call durations are
+/// measured to about a millisecond; use [`QuantaClock`] for exact ones.
 ///
-/// The first `CoarseClock` of a process starts the upkeep thread (`quanta-upkeep`, waking
-/// every millisecond, for the life of the process). If another library already runs one,
-/// its readings are used; if the thread cannot be spawned, the clock reads the
-/// time-stamp counter instead, so it is never frozen. Use [`QuantaClock`] for exact call
-/// durations.
-#[derive(Clone, Copy, Debug)]
+/// The first `CoarseClock` of a process starts the ticker (`tripgate-clock`, waking every
+/// millisecond for the life of the process); every `CoarseClock` reads the same reading,
+/// whose origin is that moment. If the thread cannot be spawned, the clock reads the
+/// time-stamp counter instead, so it is never frozen.
+///
+/// (Not quanta's own `Upkeep`/`recent()`: its reading is a `quanta::Instant`, and turning
+/// one into nanoseconds goes through a `Duration`, a division and a multiplication that
+/// cost more than the rest of a closed breaker's record, plus a call that does not
+/// inline across crates. Reading the counter stays quanta's.)
+#[derive(Clone, Debug)]
 pub struct CoarseClock {
-    origin: quanta::Instant,
-    /// No upkeep thread could be had: read the counter each time.
-    precise: bool,
+    /// Set when no ticker could be had: read the counter each time.
+    fallback: Option<QuantaClock>,
 }
 
 impl CoarseClock {
-    /// A clock reading 0 now (starting the upkeep thread if no clock has yet).
+    /// A clock on the process's coarse reading, starting the ticker if no clock has yet.
     pub fn new() -> Self {
-        static UPKEEP: OnceLock<bool> = OnceLock::new();
-        let kept = *UPKEEP.get_or_init(|| match quanta::Upkeep::new(COARSE_TICK).start() {
-            // The thread stops when its handle drops: keep it for the process's life.
-            Ok(handle) => {
-                std::mem::forget(handle);
-                true
-            }
-            Err(quanta::Error::UpkeepRunning) => true,
-            Err(quanta::Error::FailedToSpawnUpkeepThread(_)) => false,
+        static TICKING: OnceLock<bool> = OnceLock::new();
+        let ticking = *TICKING.get_or_init(|| {
+            let counter = QuantaClock::new();
+            COARSE_NANOS.store(counter.now(), Ordering::Relaxed);
+            std::thread::Builder::new()
+                .name("tripgate-clock".into())
+                .spawn(move || loop {
+                    std::thread::sleep(COARSE_TICK);
+                    // One writer; readers need only see readings in order, which
+                    // coherence of a single atomic gives even with Relaxed.
+                    COARSE_NANOS.store(counter.now(), Ordering::Relaxed);
+                })
+                .is_ok()
         });
         Self {
-            origin: Self::read(!kept),
-            precise: !kept,
-        }
-    }
-
-    #[inline(always)]
-    fn read(precise: bool) -> quanta::Instant {
-        if precise {
-            quanta::Instant::now()
-        } else {
-            quanta::Instant::recent()
+            fallback: (!ticking).then(QuantaClock::new),
         }
     }
 }
@@ -65,11 +68,12 @@ impl Default for CoarseClock {
 }
 
 impl Clock for CoarseClock {
-    #[inline]
+    #[inline(always)]
     fn now(&self) -> Nanos {
-        let elapsed = Self::read(self.precise).saturating_duration_since(self.origin);
-        // 2^64 ns is 584 years of uptime; saturate rather than wrap past it.
-        u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX)
+        match &self.fallback {
+            None => COARSE_NANOS.load(Ordering::Relaxed),
+            Some(counter) => counter.now(),
+        }
     }
 }
 

@@ -32,9 +32,9 @@
 //!   core's rules for statuses and `io::Error`s), a timeout and a [`CallError`] to fall
 //!   back on; transition listeners ([`Breaker::on_transition`]); export and import.
 //! * [`Registry`]: named breakers, one per upstream.
-//! * [`CoarseClock`] (the default): a millisecond-fresh reading kept by quanta's upkeep
-//!   thread, one atomic load; [`QuantaClock`]: the CPU's time-stamp counter, for exact
-//!   call durations. A closed breaker admits without reading any clock.
+//! * [`CoarseClock`] (the default): a millisecond-fresh reading of the CPU's time-stamp
+//!   counter (via `quanta`) kept by a ticker thread, one atomic load; [`QuantaClock`]: the
+//!   counter read each time, for exact call durations. A closed breaker admits without reading any clock.
 //! * `tower::CircuitBreakerLayer` (feature `tower`): the breaker around any tower service
 //!   whose responses are `http::Response`s, hyper clients and servers included.
 //!
