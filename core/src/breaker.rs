@@ -75,7 +75,9 @@ fn report(caused: &mut Option<Transitions>, transitions: &Transitions) {
 
 #[cold]
 fn report_one(caused: &mut Option<Transitions>, transition: Transition) {
-    caused.get_or_insert_with(Transitions::default).push(transition);
+    caused
+        .get_or_insert_with(Transitions::default)
+        .push(transition);
 }
 
 /// The breaker as time alone would have moved it (see [`Breaker::projected`]).
@@ -691,7 +693,11 @@ impl Breaker {
             return None;
         }
         let tally = self.window.record(now, class == Class::Fault, slow);
-        let reason = if closed { self.trip_reason(tally) } else { None };
+        let reason = if closed {
+            self.trip_reason(tally)
+        } else {
+            None
+        };
         reason.map(|reason| self.enter(State::Open, reason, now))
     }
 

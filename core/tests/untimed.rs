@@ -17,7 +17,11 @@ fn untimed_admission_keeps_the_breakers_time_near_the_top_of_the_circle() {
     let admission = b.acquire_untimed().expect("closed, no hang detection");
     let permit = admission.decision.unwrap();
     assert_eq!((b.latest(), permit.started()), (origin, origin));
-    assert_eq!(b.metrics(origin).window.faults, 1, "the fault is still in the window");
+    assert_eq!(
+        b.metrics(origin).window.faults,
+        1,
+        "the fault is still in the window"
+    );
 
     // The clock-reading form reads no clock here either.
     let mut caused = None;
@@ -28,7 +32,10 @@ fn untimed_admission_keeps_the_breakers_time_near_the_top_of_the_circle() {
     b.record(again, Outcome::Success, origin + SECOND);
     b.record(permit, Outcome::Success, origin + SECOND);
     let m = b.metrics(origin + SECOND);
-    assert_eq!((m.state, m.window.calls, m.window.faults), (State::Closed, 3, 1));
+    assert_eq!(
+        (m.state, m.window.calls, m.window.faults),
+        (State::Closed, 3, 1)
+    );
 }
 
 /// Once the breaker is open, `acquire_reading` reads the clock: the cooldown needs it.

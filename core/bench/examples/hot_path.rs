@@ -12,7 +12,10 @@ use tripgate_core::{Breaker, Config, Outcome, SECOND};
 fn main() {
     let mut args = std::env::args().skip(1);
     let workload = args.next().unwrap_or_else(|| "closed".into());
-    let iters: u64 = args.next().and_then(|n| n.parse().ok()).unwrap_or(1_000_000);
+    let iters: u64 = args
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1_000_000);
     let mut b = Breaker::new(Config::default(), 0).unwrap();
     match workload.as_str() {
         "closed" => {

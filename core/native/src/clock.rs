@@ -129,7 +129,10 @@ mod tests {
         }
         let (c, p) = (coarse.now(), precise.now());
         assert!(c >= 20_000_000, "coarse clock moved only {c} ns in 30 ms");
-        assert!(c <= p + 2_000_000, "coarse {c} ns is ahead of precise {p} ns");
+        assert!(
+            c <= p + 2_000_000,
+            "coarse {c} ns is ahead of precise {p} ns"
+        );
     }
 
     /// The counter tracks the OS clock: over a busy-waited 20 ms both agree within 2 ms
@@ -142,7 +145,10 @@ mod tests {
             std::hint::spin_loop();
         }
         let (ours, os) = (clock.now() - start, os_start.elapsed().as_nanos() as u64);
-        assert!(ours.abs_diff(os) < 2_000_000, "quanta {ours} ns, OS {os} ns");
+        assert!(
+            ours.abs_diff(os) < 2_000_000,
+            "quanta {ours} ns, OS {os} ns"
+        );
         let later = clock.now();
         assert!(later >= start + ours);
     }

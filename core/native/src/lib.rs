@@ -55,7 +55,7 @@ pub use call::CallError;
 pub use clock::{CoarseClock, QuantaClock, COARSE_TICK};
 pub use registry::Registry;
 pub use tripgate_core::{
-    error_outcome, Class, Classify, Clock, Config, ConfigError, FakeClock, GrpcSet, Metrics,
-    Nanos, Outcome, Reason, RejectReason, Rejection, SnapshotError, State, Status, StatusSet,
-    Transition, Transitions, Verdict, MILLISECOND, SECOND,
+    error_outcome, Class, Classify, Clock, Config, ConfigError, FakeClock, GrpcSet, Metrics, Nanos,
+    Outcome, Reason, RejectReason, Rejection, SnapshotError, State, Status, StatusSet, Transition,
+    Transitions, Verdict, MILLISECOND, SECOND,
 };

@@ -45,7 +45,7 @@ use pin_project_lite::pin_project;
 use tower::{BoxError, Layer, Service};
 use tripgate_core::{error_outcome, Classify, Clock, RejectReason, Rejection, State, Status};
 
-use crate::{Breaker, OwnedPermit, CoarseClock};
+use crate::{Breaker, CoarseClock, OwnedPermit};
 
 /// A request the breaker turned away without calling the inner service. The service's
 /// error is a `BoxError`; downcast it to this type.

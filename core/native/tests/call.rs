@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tripgate::{
-    Breaker, CallError, Class, Classify, Config, FakeClock, Outcome, Registry, RejectReason,
-    State, Status, SECOND,
+    Breaker, CallError, Class, Classify, Config, FakeClock, Outcome, Registry, RejectReason, State,
+    Status, SECOND,
 };
 
 type Fake = Arc<FakeClock>;
@@ -44,7 +44,10 @@ fn a_bad_config_is_refused_with_the_cores_words() {
     assert_eq!(error.to_string(), "failure-threshold must be >= 1");
     let registry = Registry::new(Config::default());
     assert!(registry.get_or_create("bad", &bad).is_err());
-    assert!(registry.names().is_empty(), "a refused config registers nothing");
+    assert!(
+        registry.names().is_empty(),
+        "a refused config registers nothing"
+    );
 }
 
 #[test]
@@ -54,12 +57,13 @@ fn a_dropped_permit_is_cancelled_and_a_recorded_one_counts_once() {
     assert_eq!(breaker.metrics().in_flight, 1);
     drop(permit);
     let m = breaker.metrics();
-    assert_eq!((m.in_flight, m.window.calls), (0, 0), "cancelled counts as nothing");
+    assert_eq!(
+        (m.in_flight, m.window.calls),
+        (0, 0),
+        "cancelled counts as nothing"
+    );
 
-    let recorded = breaker
-        .acquire()
-        .unwrap()
-        .record(Status(503).outcome());
+    let recorded = breaker.acquire().unwrap().record(Status(503).outcome());
     assert_eq!(recorded.class, Class::Fault);
     let m = breaker.metrics();
     assert_eq!((m.in_flight, m.faults_total, m.window.calls), (0, 1, 1));
@@ -118,16 +122,22 @@ fn a_sync_call_past_its_budget_by_the_breakers_clock_is_a_timeout_fault() {
     assert!(matches!(late, Err(CallError::Failed(Ok(Status(200))))));
     assert_eq!(breaker.metrics().faults_total, 1);
     // Within budget, the same answer is a success.
-    let on_time = breaker.call(Duration::from_millis(100), || Ok::<_, io::Error>(Status(200)));
+    let on_time = breaker.call(Duration::from_millis(100), || {
+        Ok::<_, io::Error>(Status(200))
+    });
     assert!(on_time.is_ok());
     // A classifier of one's own.
-    let custom = breaker.call_with(Duration::from_secs(1), || "busy", |reply| {
-        if *reply == "busy" {
-            Outcome::status(429).unwrap()
-        } else {
-            Outcome::Success
-        }
-    });
+    let custom = breaker.call_with(
+        Duration::from_secs(1),
+        || "busy",
+        |reply| {
+            if *reply == "busy" {
+                Outcome::status(429).unwrap()
+            } else {
+                Outcome::Success
+            }
+        },
+    );
     assert!(matches!(custom, Err(CallError::Failed("busy"))));
 }
 
@@ -141,7 +151,11 @@ fn a_panicking_call_releases_its_permit() {
     }));
     assert!(result.is_err());
     let m = breaker.metrics();
-    assert_eq!((m.in_flight, m.window.calls), (0, 0), "released as cancelled");
+    assert_eq!(
+        (m.in_flight, m.window.calls),
+        (0, 0),
+        "released as cancelled"
+    );
     // And the breaker still works.
     assert!(breaker.call(Duration::from_secs(1), || ()).is_ok());
 }
@@ -161,7 +175,9 @@ async fn async_calls_time_out_and_cancel_cleanly() {
     assert_eq!((m.faults_total, m.in_flight), (1, 0));
 
     let quick = breaker
-        .call_async(Duration::from_secs(1), async { Ok::<_, io::Error>(Status(201)) })
+        .call_async(Duration::from_secs(1), async {
+            Ok::<_, io::Error>(Status(201))
+        })
         .await;
     assert_eq!(quick.unwrap().unwrap(), Status(201));
 
@@ -206,7 +222,10 @@ fn the_registry_keeps_one_breaker_per_name() {
     assert_eq!(identity.state(), State::Open);
     assert_eq!(payments.state(), State::Closed);
     // An existing breaker keeps its config.
-    assert_eq!(registry.get("identity").unwrap().config().failure_threshold, 1);
+    assert_eq!(
+        registry.get("identity").unwrap().config().failure_threshold,
+        1
+    );
 
     assert_eq!(registry.names(), ["identity", "payments"]);
     let metrics = registry.metrics();

@@ -13,7 +13,10 @@ fn half_open(config: Config) -> (Arc<Breaker<Fake>>, Fake) {
     let clock = Arc::new(FakeClock::new(0));
     let breaker = Breaker::with_clock(config, Arc::clone(&clock)).unwrap();
     for _ in 0..config.failure_threshold {
-        breaker.acquire().unwrap().record(Outcome::status(503).unwrap());
+        breaker
+            .acquire()
+            .unwrap()
+            .record(Outcome::status(503).unwrap());
     }
     assert_eq!(breaker.state(), State::Open);
     clock.advance(config.cooldown);
@@ -43,8 +46,11 @@ fn sixty_four_threads_never_put_more_than_k_inside_the_guarded_call() {
     let threads: Vec<_> = (0..THREADS)
         .map(|t| {
             let (breaker, clock) = (Arc::clone(&breaker), Arc::clone(&clock));
-            let (inside, most, admitted) =
-                (Arc::clone(&inside), Arc::clone(&most), Arc::clone(&admitted));
+            let (inside, most, admitted) = (
+                Arc::clone(&inside),
+                Arc::clone(&most),
+                Arc::clone(&admitted),
+            );
             let barrier = Arc::clone(&barrier);
             thread::spawn(move || {
                 barrier.wait();

@@ -118,7 +118,10 @@ async fn four_oh_fours_never_trip_five_oh_threes_do_and_open_sends_nothing() {
         assert_eq!(response.status(), StatusCode::NOT_FOUND);
     }
     let m = breaker.metrics();
-    assert_eq!((m.state, m.successes_total, m.faults_total), (State::Closed, 20, 0));
+    assert_eq!(
+        (m.state, m.successes_total, m.faults_total),
+        (State::Closed, 20, 0)
+    );
 
     // 503s pass through to the caller unchanged, and five of them trip the breaker.
     for _ in 0..5 {
@@ -208,7 +211,11 @@ async fn a_dropped_response_future_releases_its_permit() {
     call.abort();
     assert!(call.await.unwrap_err().is_cancelled());
     let m = breaker.metrics();
-    assert_eq!((m.in_flight, m.window.calls), (0, 0), "cancelled counts as nothing");
+    assert_eq!(
+        (m.in_flight, m.window.calls),
+        (0, 0),
+        "cancelled counts as nothing"
+    );
 
     // Half-open with its one probe slot taken: dropping the probe frees the slot at once,
     // long before its probe timeout, and the next caller is the new probe.

@@ -62,11 +62,11 @@ use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Engine, ResourceLimiter, Store};
 
 pub use call::CallError;
+pub use config::ConfigError;
+pub use registry::Registry;
 /// The core this host runs inside the component, for its outcome and classification types.
 pub use tripgate_core;
 pub use tripgate_core::{Classify, Status};
-pub use config::ConfigError;
-pub use registry::Registry;
 pub use tripgate_core::{
     Clock, Config, FakeClock, GrpcSet, MonotonicClock, StatusSet, MILLISECOND, SECOND,
 };
