@@ -45,12 +45,12 @@ wit_bindgen::generate!({
     // `from_repr` on every enum the core keeps a table for: a core code becomes the WIT
     // case at that position, with no second table here.
     additional_type_attributes: {
-        "tripgate:breaker/circuit-breaker@0.1.0/state": [#[derive(strum::FromRepr)]],
-        "tripgate:breaker/circuit-breaker@0.1.0/reason": [#[derive(strum::FromRepr)]],
-        "tripgate:breaker/circuit-breaker@0.1.0/reject-reason": [#[derive(strum::FromRepr)]],
-        "tripgate:breaker/circuit-breaker@0.1.0/class": [#[derive(strum::FromRepr)]],
-        "tripgate:breaker/circuit-breaker@0.1.0/config-field": [#[derive(strum::FromRepr)]],
-        "tripgate:breaker/circuit-breaker@0.1.0/snapshot-error-kind": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.2.0/state": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.2.0/reason": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.2.0/reject-reason": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.2.0/class": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.2.0/config-field": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.2.0/snapshot-error-kind": [#[derive(strum::FromRepr)]],
     },
 });
 
@@ -117,8 +117,24 @@ impl wit::Guest for Component {
     type Permit = PermitResource;
 }
 
-/// One breaker, shared by its resource handle and its permits.
-type Shared = Rc<RefCell<Breaker>>;
+/// One breaker, shared by its resource handle and its permits, with the transitions of
+/// its latest call that caused any (what `last-transitions` returns).
+struct Held {
+    core: RefCell<Breaker>,
+    last: Cell<core_api::Transitions>,
+}
+
+impl Held {
+    /// Keeps `transitions` for `last-transitions` when there are any; returns their count.
+    fn note(&self, transitions: core_api::Transitions) -> u8 {
+        if !transitions.is_empty() {
+            self.last.set(transitions);
+        }
+        u8::try_from(transitions.len()).unwrap_or(u8::MAX)
+    }
+}
+
+type Shared = Rc<Held>;
 
 /// The `breaker` resource.
 struct BreakerResource(Shared);
@@ -138,8 +154,9 @@ impl PermitResource {
     /// clamps a `now` below the largest instant it has seen, so 0 means "then").
     fn cancel(&self, now: u64) {
         if let Some(permit) = self.permit.take() {
-            if let Ok(mut breaker) = self.owner.try_borrow_mut() {
-                let _ = breaker.record(permit, Outcome::Cancelled, now);
+            if let Ok(mut breaker) = self.owner.core.try_borrow_mut() {
+                let recorded = breaker.record(permit, Outcome::Cancelled, now);
+                self.owner.note(recorded.transitions);
             }
         }
     }
@@ -166,55 +183,51 @@ impl wit::GuestPermit for PermitResource {
     }
 }
 
+/// A core decision with the count of the transitions it caused (kept for
+/// `last-transitions`).
+type Counted<T> = (T, u8);
+
 impl BreakerResource {
-    /// One copy of the core's `record` for both permit kinds (the component's size).
     #[inline(never)]
-    fn record(&self, permit: Permit, outcome: Outcome, now: u64) -> wit::Recorded {
-        recorded_of(&self.0.borrow_mut().record(permit, outcome, now))
+    fn acquire_core(&self, now: u64) -> Counted<Result<Permit, wit::Rejection>> {
+        let admission = self.0.core.borrow_mut().acquire(now);
+        let count = self.0.note(admission.transitions);
+        (admission.decision.map_err(rejection), count)
     }
 
-    /// One copy of the manual operations' glue.
+    fn permit_resource(&self, permit: Permit) -> wit::Permit {
+        wit::Permit::new(PermitResource {
+            owner: Rc::clone(&self.0),
+            probe: permit.is_probe(),
+            epoch: permit.epoch(),
+            started: permit.started(),
+            permit: Cell::new(Some(permit)),
+        })
+    }
+
+    /// One copy of the core's `record` for every permit kind and result shape.
     #[inline(never)]
-    fn manual(
-        &self,
-        op: fn(&mut Breaker, u64) -> core_api::Transitions,
-        now: u64,
-    ) -> Vec<wit::Transition> {
-        transitions(&op(&mut self.0.borrow_mut(), now))
-    }
-}
-
-impl wit::GuestBreaker for BreakerResource {
-    fn create(config: wit::Config, now: u64) -> Result<wit::Breaker, wit::ConfigError> {
-        let breaker = Breaker::new(core_config(config)?, now).map_err(config_error)?;
-        Ok(wit::Breaker::new(BreakerResource(Rc::new(RefCell::new(
-            breaker,
-        )))))
+    fn record_core(&self, permit: Permit, outcome: Outcome, now: u64) -> Counted<wit::Judged> {
+        let recorded = self.0.core.borrow_mut().record(permit, outcome, now);
+        let count = self.0.note(recorded.transitions);
+        let judged = wit::Judged {
+            class: case(wit::Class::from_repr, recorded.class.code()),
+            slow: recorded.slow,
+            stale: recorded.stale,
+            transitions: count,
+        };
+        (judged, count)
     }
 
-    fn acquire(&self, now: u64) -> wit::Admission {
-        let admission = self.0.borrow_mut().acquire(now);
-        let decision = admission.decision.map(|permit| {
-            wit::Permit::new(PermitResource {
-                owner: Rc::clone(&self.0),
-                probe: permit.is_probe(),
-                epoch: permit.epoch(),
-                started: permit.started(),
-                permit: Cell::new(Some(permit)),
-            })
-        });
-        wit::Admission {
-            decision: decision.map_err(rejection),
-            transitions: transitions(&admission.transitions),
-        }
-    }
-
-    fn record_outcome(
+    /// The core permit a permit resource holds, checked against this breaker, with its
+    /// outcome. A foreign permit is dropped (released on its own breaker); an invalid
+    /// outcome releases the permit as `cancelled`.
+    fn take(
         &self,
         permit: wit::Permit,
         outcome: wit::Outcome,
         now: u64,
-    ) -> Result<wit::Recorded, wit::RecordError> {
+    ) -> Result<(Permit, Outcome), wit::RecordError> {
         let held: PermitResource = permit.into_inner();
         if !Rc::ptr_eq(&held.owner, &self.0) {
             // Dropping `held` releases it on its own breaker, at that breaker's latest
@@ -228,26 +241,98 @@ impl wit::GuestBreaker for BreakerResource {
                 return Err(error);
             }
         };
-        let Some(permit) = held.permit.take() else {
-            return Err(wit::RecordError::MalformedPermit);
+        let permit = held
+            .permit
+            .take()
+            .ok_or(wit::RecordError::MalformedPermit)?;
+        Ok((permit, outcome))
+    }
+
+    fn take_raw(
+        permit: wit::RawPermit,
+        outcome: wit::Outcome,
+    ) -> Result<(Permit, Outcome), wit::RecordError> {
+        let outcome = core_outcome(outcome)?;
+        let raw = core_api::RawPermit {
+            ticket: permit.ticket,
+            started: permit.started,
         };
-        Ok(self.record(permit, outcome, now))
+        let permit = raw
+            .into_permit()
+            .map_err(|_| wit::RecordError::MalformedPermit)?;
+        Ok((permit, outcome))
+    }
+
+    /// The listing form of a result: its transitions from `last`, when it counted any.
+    fn listed(&self, count: u8) -> Vec<wit::Transition> {
+        if count == 0 {
+            Vec::new()
+        } else {
+            transitions(&self.0.last.get())
+        }
+    }
+
+    fn recorded(&self, (judged, count): Counted<wit::Judged>) -> wit::Recorded {
+        wit::Recorded {
+            class: judged.class,
+            slow: judged.slow,
+            stale: judged.stale,
+            transitions: self.listed(count),
+        }
+    }
+
+    /// One copy of the manual operations' glue.
+    #[inline(never)]
+    fn manual(
+        &self,
+        op: fn(&mut Breaker, u64) -> core_api::Transitions,
+        now: u64,
+    ) -> Vec<wit::Transition> {
+        let count = self.0.note(op(&mut self.0.core.borrow_mut(), now));
+        self.listed(count)
+    }
+}
+
+fn raw(permit: Permit) -> wit::RawPermit {
+    let raw = permit.into_raw();
+    wit::RawPermit {
+        ticket: raw.ticket,
+        started: raw.started,
+    }
+}
+
+impl wit::GuestBreaker for BreakerResource {
+    fn create(config: wit::Config, now: u64) -> Result<wit::Breaker, wit::ConfigError> {
+        let breaker = Breaker::new(core_config(config)?, now).map_err(config_error)?;
+        Ok(wit::Breaker::new(BreakerResource(Rc::new(Held {
+            core: RefCell::new(breaker),
+            last: Cell::new(core_api::Transitions::default()),
+        }))))
+    }
+
+    fn acquire(&self, now: u64) -> wit::Admission {
+        let (decision, count) = self.acquire_core(now);
+        wit::Admission {
+            decision: decision.map(|permit| self.permit_resource(permit)),
+            transitions: self.listed(count),
+        }
+    }
+
+    fn record_outcome(
+        &self,
+        permit: wit::Permit,
+        outcome: wit::Outcome,
+        now: u64,
+    ) -> Result<wit::Recorded, wit::RecordError> {
+        let (permit, outcome) = self.take(permit, outcome, now)?;
+        Ok(self.recorded(self.record_core(permit, outcome, now)))
     }
 
     fn acquire_raw(&self, now: u64) -> wit::RawAdmission {
-        let admission = self.0.borrow_mut().acquire(now);
+        let (decision, count) = self.acquire_core(now);
         wit::RawAdmission {
-            decision: admission
-                .decision
-                .map(|permit| {
-                    let raw = permit.into_raw();
-                    wit::RawPermit {
-                        ticket: raw.ticket,
-                        started: raw.started,
-                    }
-                })
-                .map_err(rejection),
-            transitions: transitions(&admission.transitions),
+            decision: decision.map(raw),
+            transitions: self.listed(count),
         }
     }
 
@@ -257,23 +342,56 @@ impl wit::GuestBreaker for BreakerResource {
         outcome: wit::Outcome,
         now: u64,
     ) -> Result<wit::Recorded, wit::RecordError> {
-        let outcome = core_outcome(outcome)?;
-        let raw = core_api::RawPermit {
-            ticket: permit.ticket,
-            started: permit.started,
-        };
-        let permit = raw
-            .into_permit()
-            .map_err(|_| wit::RecordError::MalformedPermit)?;
-        Ok(self.record(permit, outcome, now))
+        let (permit, outcome) = Self::take_raw(permit, outcome)?;
+        Ok(self.recorded(self.record_core(permit, outcome, now)))
+    }
+
+    fn acquire_flat(&self, now: u64) -> wit::Acquired {
+        let (decision, transitions) = self.acquire_core(now);
+        wit::Acquired {
+            decision: decision.map(|permit| self.permit_resource(permit)),
+            transitions,
+        }
+    }
+
+    fn record_flat(
+        &self,
+        permit: wit::Permit,
+        outcome: wit::Outcome,
+        now: u64,
+    ) -> Result<wit::Judged, wit::RecordError> {
+        let (permit, outcome) = self.take(permit, outcome, now)?;
+        Ok(self.record_core(permit, outcome, now).0)
+    }
+
+    fn acquire_raw_flat(&self, now: u64) -> wit::AcquiredRaw {
+        let (decision, transitions) = self.acquire_core(now);
+        wit::AcquiredRaw {
+            decision: decision.map(raw),
+            transitions,
+        }
+    }
+
+    fn record_raw_flat(
+        &self,
+        permit: wit::RawPermit,
+        outcome: wit::Outcome,
+        now: u64,
+    ) -> Result<wit::Judged, wit::RecordError> {
+        let (permit, outcome) = Self::take_raw(permit, outcome)?;
+        Ok(self.record_core(permit, outcome, now).0)
+    }
+
+    fn last_transitions(&self) -> Vec<wit::Transition> {
+        transitions(&self.0.last.get())
     }
 
     fn state(&self, now: u64) -> wit::State {
-        state(self.0.borrow().state(now))
+        state(self.0.core.borrow().state(now))
     }
 
     fn metrics(&self, now: u64) -> wit::Metrics {
-        let m = self.0.borrow().metrics(now);
+        let m = self.0.core.borrow().metrics(now);
         let rejected = |reason| m.rejected(reason);
         wit::Metrics {
             state: state(m.state),
@@ -321,6 +439,7 @@ impl wit::GuestBreaker for BreakerResource {
         let mut buffer = [0u8; core_api::MAX_EXPORT_LEN];
         let len = self
             .0
+            .core
             .borrow()
             .export(now, &mut buffer)
             .map_err(snapshot_error)?;
@@ -334,6 +453,7 @@ impl wit::GuestBreaker for BreakerResource {
         now: u64,
     ) -> Result<(), wit::SnapshotError> {
         self.0
+            .core
             .borrow_mut()
             .import(&bytes, elapsed, now)
             .map_err(snapshot_error)
@@ -464,15 +584,6 @@ fn rejection(r: core_api::Rejection) -> wit::Rejection {
         state: state(r.state),
         reason: case(wit::RejectReason::from_repr, r.reason.code()),
         retry_after: r.retry_after,
-    }
-}
-
-fn recorded_of(r: &core_api::Recorded) -> wit::Recorded {
-    wit::Recorded {
-        class: case(wit::Class::from_repr, r.class.code()),
-        slow: r.slow,
-        stale: r.stale,
-        transitions: transitions(&r.transitions),
     }
 }
 

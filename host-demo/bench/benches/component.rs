@@ -1,44 +1,69 @@
-//! acquire + record through the component in wasmtime: one thread, and eight threads on
-//! one breaker (contended) and on eight breakers (one per upstream). The native core is
-//! measured beside it for scale.
+//! The component's call path in wasmtime, in one run: the bare generated bindings (a
+//! bare store, a constant `now`: the floor), beside the host library (`tripgate-wasmtime`:
+//! a mutex, a clock, permits that release themselves), for both result shapes (the
+//! listing functions and the flat hot path) and both permit kinds; then threads on one
+//! breaker, beside a `Mutex` around the native core with the same clock.
 //!
-//! Run: `cargo build -p tripgate-component --target wasm32-wasip2 --release` then
-//! `cargo bench -p host-demo`.
+//! Run: `cargo bench -p tripgate-wasmtime-bench --bench component`.
 
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use tripgate_wasmtime::{Breaker, Config, Outcome, Runtime};
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
+use tripgate_core::{Clock, MonotonicClock};
+use tripgate_wasmtime::bindings::Tripgate;
+use tripgate_wasmtime::wit::{self, Outcome};
+use tripgate_wasmtime::{Breaker, Config, Runtime, COMPONENT};
+use wasmtime::component::{Component, Linker, ResourceAny};
+use wasmtime::{Engine, Store};
 
-const THREADS: usize = 8;
-
-fn pair(breaker: &Breaker) {
+fn library_pair(breaker: &Breaker) {
     if let Ok(permit) = breaker.acquire().unwrap().decision {
         black_box(permit.record(Outcome::Success).unwrap());
     }
 }
 
-fn raw_pair(breaker: &Breaker) {
+fn library_raw_pair(breaker: &Breaker) {
     if let Ok(permit) = breaker.acquire_raw().unwrap().decision {
         black_box(breaker.record_raw(permit, Outcome::Success).unwrap());
     }
 }
 
-/// Wall time for `iters` rounds in which each of `THREADS` threads does one pair on
-/// `breakers[thread % len]`: criterion's time per iteration is then the time a round
-/// takes while eight threads share the breaker(s).
-fn threaded(breakers: &[Breaker], iters: u64, op: fn(&Breaker)) -> Duration {
-    let barrier = Arc::new(Barrier::new(THREADS + 1));
-    let handles: Vec<_> = (0..THREADS)
-        .map(|i| {
-            let breaker = breakers[i % breakers.len()].clone();
+/// The native core behind a `Mutex`, reading the same clock as the library: what the
+/// library's thread scaling is compared with.
+struct Locked {
+    core: Mutex<tripgate_core::Breaker>,
+    clock: MonotonicClock,
+}
+
+fn locked_pair(locked: &Locked) {
+    let now = locked.clock.now();
+    let permit = locked.core.lock().unwrap().acquire(now).decision;
+    if let Ok(permit) = permit {
+        let now = locked.clock.now();
+        let mut core = locked.core.lock().unwrap();
+        black_box(core.record(permit, tripgate_core::Outcome::Success, now));
+    }
+}
+
+/// Wall time for `iters` rounds in which each of `threads` threads does one pair on the
+/// shared `target`: criterion's time per iteration is then the time a round takes.
+fn threaded<T: Send + Sync + 'static>(
+    target: &Arc<T>,
+    threads: usize,
+    iters: u64,
+    op: fn(&T),
+) -> Duration {
+    let barrier = Arc::new(Barrier::new(threads + 1));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let target = Arc::clone(target);
             let barrier = Arc::clone(&barrier);
             thread::spawn(move || {
                 barrier.wait();
                 for _ in 0..iters {
-                    op(&breaker);
+                    op(&target);
                 }
             })
         })
@@ -51,121 +76,140 @@ fn threaded(breakers: &[Breaker], iters: u64, op: fn(&Breaker)) -> Duration {
     start.elapsed()
 }
 
-fn bench(c: &mut Criterion) {
-    let runtime = Runtime::new().expect("compile the component");
-    let config = Config::default();
-    let breaker = runtime.breaker(&config).unwrap();
+/// A bare store with one breaker: the generated bindings and nothing else.
+struct Bare {
+    store: Store<()>,
+    tripgate: Tripgate,
+    me: ResourceAny,
+}
 
-    let mut group = c.benchmark_group("acquire+record");
-    group.bench_function("component, permit resource, 1 thread", |b| {
-        b.iter(|| pair(&breaker))
-    });
-    group.bench_function("component, raw permit, 1 thread", |b| {
-        b.iter(|| raw_pair(&breaker))
-    });
-    group.bench_function("component, state only, 1 thread", |b| {
-        b.iter(|| black_box(breaker.state().unwrap()))
-    });
-    // The fail-fast path: an open breaker turning a caller away (one call).
-    let open = runtime.breaker(&config).unwrap();
-    open.isolate().unwrap();
-    group.bench_function("component, rejected while isolated, 1 thread", |b| {
-        b.iter(|| black_box(open.acquire().unwrap().decision.is_err()))
-    });
-    let one = [breaker.clone()];
-    group.bench_function("component, permit resource, 8 threads, 1 breaker", |b| {
-        b.iter_custom(|iters| threaded(&one, iters, pair))
-    });
-    group.bench_function("component, raw permit, 8 threads, 1 breaker", |b| {
-        b.iter_custom(|iters| threaded(&one, iters, raw_pair))
-    });
-    let eight: Vec<Breaker> = (0..THREADS)
-        .map(|_| runtime.breaker(&config).unwrap())
-        .collect();
-    group.bench_function("component, permit resource, 8 threads, 8 breakers", |b| {
-        b.iter_custom(|iters| threaded(&eight, iters, pair))
-    });
-
-    // The floor: the generated bindings on a bare store, no mutex, no clock.
-    {
-        use tripgate_wasmtime::bindings::Tripgate;
-        use wasmtime::component::{Component, Linker};
-        let engine = wasmtime::Engine::default();
-        let component = Component::new(&engine, tripgate_wasmtime::COMPONENT).unwrap();
-        let mut store = wasmtime::Store::new(&engine, ());
-        let tripgate =
-            Tripgate::instantiate(&mut store, &component, &Linker::new(&engine)).unwrap();
-        let api = tripgate.tripgate_breaker_circuit_breaker().breaker();
-        let wit_config = tripgate_wasmtime::wit::Config::default();
-        let me = api
-            .call_create(&mut store, &wit_config, 0)
+impl Bare {
+    fn new(engine: &Engine) -> Self {
+        let component = Component::new(engine, COMPONENT).unwrap();
+        let mut store = Store::new(engine, ());
+        let tripgate = Tripgate::instantiate(&mut store, &component, &Linker::new(engine)).unwrap();
+        let me = tripgate
+            .tripgate_breaker_circuit_breaker()
+            .breaker()
+            .call_create(&mut store, &wit::Config::default(), 0)
             .unwrap()
             .unwrap();
-        group.bench_function("bare bindings, state only", |b| {
-            b.iter(|| black_box(api.call_state(&mut store, me, 1).unwrap()))
-        });
-        {
-            let mut tuned = wasmtime::Config::new();
-            tuned
-                .wasm_backtrace_max_frames(None)
-                .native_unwind_info(false);
-            let engine = wasmtime::Engine::new(&tuned).unwrap();
-            let component = Component::new(&engine, tripgate_wasmtime::COMPONENT).unwrap();
-            let mut store = wasmtime::Store::new(&engine, ());
-            let tripgate =
-                Tripgate::instantiate(&mut store, &component, &Linker::new(&engine)).unwrap();
-            let api = tripgate.tripgate_breaker_circuit_breaker().breaker();
-            let me = api
-                .call_create(&mut store, &wit_config, 0)
-                .unwrap()
-                .unwrap();
-            group.bench_function("bare bindings, state only, no backtraces", |b| {
-                b.iter(|| black_box(api.call_state(&mut store, me, 1).unwrap()))
-            });
+        Self {
+            store,
+            tripgate,
+            me,
         }
-        group.bench_function(
-            "bare bindings, release (returns a list: post-return)",
-            |b| b.iter(|| black_box(api.call_release(&mut store, me, 1).unwrap())),
-        );
-        group.bench_function("bare bindings, metrics (a big flat record)", |b| {
-            b.iter(|| black_box(api.call_metrics(&mut store, me, 1).unwrap()))
+    }
+}
+
+fn bare(c: &mut Criterion) {
+    let mut group = c.benchmark_group("bare bindings");
+    let mut tuned = wasmtime::Config::new();
+    tuned
+        .wasm_backtrace_max_frames(None)
+        .native_unwind_info(false);
+    for (engine_name, engine) in [
+        ("default engine", Engine::default()),
+        (
+            "no backtraces, no unwind info",
+            Engine::new(&tuned).unwrap(),
+        ),
+    ] {
+        let Bare {
+            mut store,
+            tripgate,
+            me,
+        } = Bare::new(&engine);
+        let api = tripgate.tripgate_breaker_circuit_breaker().breaker();
+        let store = &mut store;
+        group.bench_function(BenchmarkId::new("state()", engine_name), |b| {
+            b.iter(|| black_box(api.call_state(&mut *store, me, 1).unwrap()))
         });
-        group.bench_function("bare bindings, raw permit pair", |b| {
+        if engine_name != "default engine" {
+            continue;
+        }
+        group.bench_function("release() (returns a list: post-return)", |b| {
+            b.iter(|| black_box(api.call_release(&mut *store, me, 1).unwrap()))
+        });
+        group.bench_function("raw permit pair, listing", |b| {
             b.iter(|| {
-                let admission = api.call_acquire_raw(&mut store, me, 1).unwrap();
-                if let Ok(permit) = admission.decision {
-                    black_box(
-                        api.call_record_raw(&mut store, me, permit, Outcome::Success, 1)
-                            .unwrap(),
-                    )
-                    .ok();
-                }
+                let permit = api.call_acquire_raw(&mut *store, me, 1).unwrap().decision;
+                let permit = permit.unwrap();
+                black_box(api.call_record_raw(&mut *store, me, permit, Outcome::Success, 1))
+                    .unwrap()
+                    .unwrap();
             })
         });
-        group.bench_function("bare bindings, permit resource pair", |b| {
+        group.bench_function("raw permit pair, flat", |b| {
             b.iter(|| {
-                let admission = api.call_acquire(&mut store, me, 1).unwrap();
-                if let Ok(permit) = admission.decision {
-                    black_box(
-                        api.call_record_outcome(&mut store, me, permit, Outcome::Success, 1)
-                            .unwrap(),
-                    )
-                    .ok();
-                }
+                let permit = api
+                    .call_acquire_raw_flat(&mut *store, me, 1)
+                    .unwrap()
+                    .decision;
+                let permit = permit.unwrap();
+                black_box(api.call_record_raw_flat(&mut *store, me, permit, Outcome::Success, 1))
+                    .unwrap()
+                    .unwrap();
+            })
+        });
+        group.bench_function("permit resource pair, listing", |b| {
+            b.iter(|| {
+                let permit = api.call_acquire(&mut *store, me, 1).unwrap().decision;
+                let permit = permit.unwrap();
+                black_box(api.call_record_outcome(&mut *store, me, permit, Outcome::Success, 1))
+                    .unwrap()
+                    .unwrap();
+            })
+        });
+        group.bench_function("permit resource pair, flat", |b| {
+            b.iter(|| {
+                let permit = api.call_acquire_flat(&mut *store, me, 1).unwrap().decision;
+                let permit = permit.unwrap();
+                black_box(api.call_record_flat(&mut *store, me, permit, Outcome::Success, 1))
+                    .unwrap()
+                    .unwrap();
             })
         });
     }
+    group.finish();
+}
 
-    let mut native = tripgate_core::Breaker::new(config, 0).unwrap();
-    let mut now = 0u64;
-    group.bench_function("native core, 1 thread", |b| {
-        b.iter(|| {
-            now += 1;
-            if let Ok(permit) = native.acquire(now).decision {
-                black_box(native.record(permit, tripgate_core::Outcome::Success, now));
-            }
-        })
+fn library(c: &mut Criterion) {
+    let runtime = Runtime::new().expect("compile the component");
+    let config = Config::default();
+    let breaker = runtime.breaker(&config).unwrap();
+    let mut group = c.benchmark_group("host library");
+    group.bench_function("state()", |b| {
+        b.iter(|| black_box(breaker.state().unwrap()))
     });
+    group.bench_function("raw permit pair", |b| b.iter(|| library_raw_pair(&breaker)));
+    group.bench_function("permit resource pair", |b| {
+        b.iter(|| library_pair(&breaker))
+    });
+    let isolated = runtime.breaker(&config).unwrap();
+    isolated.isolate().unwrap();
+    group.bench_function("rejection (isolated)", |b| {
+        b.iter(|| black_box(isolated.acquire().unwrap().decision.is_err()))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("threads on one breaker");
+    let shared = Arc::new(breaker);
+    let locked = Arc::new(Locked {
+        core: Mutex::new(tripgate_core::Breaker::new(config, 0).unwrap()),
+        clock: MonotonicClock::new(),
+    });
+    for threads in [1, 2, 8] {
+        group.bench_function(BenchmarkId::new("library, raw permit", threads), |b| {
+            b.iter_custom(|iters| threaded(&shared, threads, iters, library_raw_pair))
+        });
+        group.bench_function(BenchmarkId::new("library, permit resource", threads), |b| {
+            b.iter_custom(|iters| threaded(&shared, threads, iters, library_pair))
+        });
+        group.bench_function(BenchmarkId::new("Mutex<native core>", threads), |b| {
+            b.iter_custom(|iters| threaded(&locked, threads, iters, locked_pair))
+        });
+    }
     group.finish();
 }
 
@@ -174,6 +218,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = bench
+    targets = bare, library
 }
 criterion_main!(benches);

@@ -39,8 +39,8 @@
 //! * [`Breaker`]: `Send + Sync` and cheap to clone. [`Permit`] releases itself as
 //!   `cancelled` when dropped without an outcome.
 //! * [`Breaker::call`] / `Breaker::call_async` (feature `tokio`): the guarded call, with
-//!   a per-call timeout, classification by the core's rules ([`Classify`]) and a [`CallError`] to fall back
-//!   on.
+//!   a per-call timeout, classification by the core's rules ([`Classify`]) and a
+//!   [`CallError`] to fall back on.
 //! * [`Registry`]: named breakers, one per upstream.
 //!
 //! Time comes from a [`Clock`]: [`MonotonicClock`] (`Instant`) by default, a [`FakeClock`]
@@ -398,14 +398,29 @@ pub struct Recorded {
     pub transitions: Vec<Transition>,
 }
 
-impl From<wit::Recorded> for Recorded {
-    fn from(r: wit::Recorded) -> Self {
+impl Recorded {
+    fn new(judged: wit::Judged, transitions: Vec<Transition>) -> Self {
         Self {
-            class: r.class,
-            slow: r.slow,
-            stale: r.stale,
-            transitions: r.transitions,
+            class: judged.class,
+            slow: judged.slow,
+            stale: judged.stale,
+            transitions,
         }
+    }
+}
+
+/// The transitions a flat call counted, read in the same hold of the guest (so they are
+/// exactly that call's): no second call, and no list at all, in the common case.
+fn counted(
+    api: &wit::GuestBreaker<'_>,
+    store: &mut Store<HostState>,
+    me: ResourceAny,
+    count: u8,
+) -> wasmtime::Result<Vec<Transition>> {
+    if count == 0 {
+        Ok(Vec::new())
+    } else {
+        api.call_last_transitions(store, me)
     }
 }
 
@@ -454,36 +469,54 @@ impl Breaker {
 
     /// Admits a call or turns it away, at the clock's `now`.
     pub fn acquire(&self) -> Result<Admission> {
-        let admission = self.with(|api, store, me, now| api.call_acquire(store, me, now))?;
-        self.shared.notify(&admission.transitions);
+        let (decision, transitions) = self.with(|api, store, me, now| {
+            let acquired = api.call_acquire_flat(&mut *store, me, now)?;
+            Ok((
+                acquired.decision,
+                counted(api, store, me, acquired.transitions)?,
+            ))
+        })?;
+        self.shared.notify(&transitions);
         Ok(Admission {
-            decision: admission.decision.map(|resource| Permit {
+            decision: decision.map(|resource| Permit {
                 breaker: Arc::clone(&self.shared),
                 resource: Some(resource),
             }),
-            transitions: admission.transitions,
+            transitions,
         })
     }
 
     /// [`Self::acquire`] with a plain-number permit: no resource to create and drop, but
     /// nothing stops a copy or a forgotten outcome (see [`RawPermit`]).
     pub fn acquire_raw(&self) -> Result<RawAdmission> {
-        let admission = self.with(|api, store, me, now| api.call_acquire_raw(store, me, now))?;
-        self.shared.notify(&admission.transitions);
+        let (decision, transitions) = self.with(|api, store, me, now| {
+            let acquired = api.call_acquire_raw_flat(&mut *store, me, now)?;
+            Ok((
+                acquired.decision,
+                counted(api, store, me, acquired.transitions)?,
+            ))
+        })?;
+        self.shared.notify(&transitions);
         Ok(RawAdmission {
-            decision: admission.decision,
-            transitions: admission.transitions,
+            decision,
+            transitions,
         })
     }
 
     /// Records a raw permit's outcome. An invalid outcome is a [`RecordError`] and the
     /// raw permit stays out.
     pub fn record_raw(&self, permit: RawPermit, outcome: Outcome) -> Result<Recorded> {
-        let recorded =
-            self.with(|api, store, me, now| api.call_record_raw(store, me, permit, outcome, now))?;
-        let recorded = recorded.map_err(RecordError)?;
+        let recorded = self.with(|api, store, me, now| {
+            match api.call_record_raw_flat(&mut *store, me, permit, outcome, now)? {
+                Ok(judged) => {
+                    let transitions = counted(api, store, me, judged.transitions)?;
+                    Ok(Ok(Recorded::new(judged, transitions)))
+                }
+                Err(error) => Ok(Err(RecordError(error))),
+            }
+        })??;
         self.shared.notify(&recorded.transitions);
-        Ok(recorded.into())
+        Ok(recorded)
     }
 
     /// The effective state now.
@@ -625,11 +658,17 @@ impl Permit {
 /// Records `outcome` for the permit `resource` on `breaker`, at its clock's `now`.
 fn deliver(breaker: &BreakerShared, resource: ResourceAny, outcome: Outcome) -> Result<Recorded> {
     let now = breaker.now();
-    let recorded = breaker
-        .with(|api, store, me| api.call_record_outcome(store, me, resource, outcome, now))?;
-    let recorded = recorded.map_err(RecordError)?;
+    let recorded = breaker.with(|api, store, me| {
+        match api.call_record_flat(&mut *store, me, resource, outcome, now)? {
+            Ok(judged) => {
+                let transitions = counted(api, store, me, judged.transitions)?;
+                Ok(Ok(Recorded::new(judged, transitions)))
+            }
+            Err(error) => Ok(Err(RecordError(error))),
+        }
+    })??;
     breaker.notify(&recorded.transitions);
-    Ok(recorded.into())
+    Ok(recorded)
 }
 
 impl Drop for Permit {

@@ -40,7 +40,7 @@ fn the_component_is_small_imports_nothing_and_is_a_component() {
         bytes.len()
     );
     assert_eq!(component_imports, 0, "the world imports nothing");
-    assert_eq!(exports, ["tripgate:breaker/circuit-breaker@0.1.0"]);
+    assert_eq!(exports, ["tripgate:breaker/circuit-breaker@0.2.0"]);
 }
 
 #[test]
