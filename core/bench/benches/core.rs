@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use failsafe::CircuitBreaker as _;
-use tripgate_bench::{err, failsafe_breaker, ok, recloser_breaker, timed};
+use tripgate_bench::{err, failsafe_breaker, ok, peers_rejecting, recloser_breaker, timed};
 use tripgate_core::{Breaker, Clock, Config, MonotonicClock, Outcome, Recorded, SECOND};
 
 /// What a caller reads off a recorded outcome: its class and whether it moved the breaker.
@@ -102,22 +102,7 @@ fn reject_open(c: &mut Criterion) {
             timed(iters, |_| assert!(b.acquire(clock.now()).decision.is_err()))
         })
     });
-    let f = failsafe_breaker();
-    for _ in 0..5 {
-        let _ = f.call(err);
-    }
-    assert!(!f.is_call_permitted());
-    g.bench_function("failsafe", |bench| {
-        bench.iter_custom(|iters| timed(iters, |_| drop(black_box(f.call(ok)))))
-    });
-    let r = recloser_breaker();
-    for _ in 0..6 {
-        let _ = r.call(err);
-    }
-    assert!(matches!(r.call(ok), Err(recloser::Error::Rejected)));
-    g.bench_function("recloser", |bench| {
-        bench.iter_custom(|iters| timed(iters, |_| drop(black_box(r.call(ok)))))
-    });
+    peers_rejecting(&mut g);
     g.finish();
 }
 

@@ -17,11 +17,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use failsafe::CircuitBreaker as _;
 use tower::{Layer, Service};
 use tripgate::tower::CircuitBreakerLayer;
 use tripgate::{Breaker, Config, Outcome};
-use tripgate_bench::{err, failsafe_breaker, ok, recloser_breaker, threaded, timed};
+use tripgate_bench::{failsafe_breaker, ok, peers_rejecting, recloser_breaker, threaded, timed};
 
 fn tripgate() -> Breaker {
     Breaker::new(Config::default()).unwrap()
@@ -96,22 +95,7 @@ fn reject_open(c: &mut Criterion) {
             })
         })
     });
-    let f = failsafe_breaker();
-    for _ in 0..5 {
-        let _ = f.call(err);
-    }
-    assert!(!f.is_call_permitted());
-    g.bench_function("failsafe", |bench| {
-        bench.iter_custom(|iters| timed(iters, |_| drop(black_box(f.call(ok)))))
-    });
-    let r = recloser_breaker();
-    for _ in 0..6 {
-        let _ = r.call(err);
-    }
-    assert!(matches!(r.call(ok), Err(recloser::Error::Rejected)));
-    g.bench_function("recloser", |bench| {
-        bench.iter_custom(|iters| timed(iters, |_| drop(black_box(r.call(ok)))))
-    });
+    peers_rejecting(&mut g);
     g.finish();
 }
 

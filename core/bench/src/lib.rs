@@ -7,7 +7,9 @@ use std::hint::black_box;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use failsafe::{backoff, failure_policy};
+use criterion::measurement::WallTime;
+use criterion::BenchmarkGroup;
+use failsafe::{backoff, failure_policy, CircuitBreaker as _};
 
 /// An hour: the peers' open wait, so nothing they do in a run ends a cooldown.
 pub const HOUR: Duration = Duration::from_secs(3600);
@@ -70,6 +72,26 @@ pub fn recloser_breaker() -> recloser::Recloser {
         .half_open_len(1)
         .open_wait(HOUR)
         .build()
+}
+
+/// Benches both peers rejecting while open (tripped by their own rules) in group `g`.
+pub fn peers_rejecting(g: &mut BenchmarkGroup<'_, WallTime>) {
+    let f = failsafe_breaker();
+    for _ in 0..5 {
+        let _ = f.call(err);
+    }
+    assert!(!f.is_call_permitted());
+    g.bench_function("failsafe", |bench| {
+        bench.iter_custom(|iters| timed(iters, |_| drop(black_box(f.call(ok)))))
+    });
+    let r = recloser_breaker();
+    for _ in 0..6 {
+        let _ = r.call(err);
+    }
+    assert!(matches!(r.call(ok), Err(recloser::Error::Rejected)));
+    g.bench_function("recloser", |bench| {
+        bench.iter_custom(|iters| timed(iters, |_| drop(black_box(r.call(ok)))))
+    });
 }
 
 /// A call that succeeds, opaque to the optimiser. (`()` errors: the peers' `call` takes
