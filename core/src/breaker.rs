@@ -158,6 +158,16 @@ impl Breaker {
         caused: &mut Option<Transitions>,
     ) -> Result<Permit, Rejection> {
         let now = self.clock.observe(now);
+        self.acquire_observed(now, caused)
+    }
+
+    /// [`Self::acquire_into`] at an instant already observed.
+    #[inline(always)]
+    fn acquire_observed(
+        &mut self,
+        now: Nanos,
+        caused: &mut Option<Transitions>,
+    ) -> Result<Permit, Rejection> {
         // WebAssembly builds take the general path alone: the component has a 64 KiB
         // budget, and its call boundary costs far more than the inline paths save.
         if cfg!(target_family = "wasm") {
@@ -231,12 +241,12 @@ impl Breaker {
         clock: impl FnOnce() -> Nanos,
         caused: &mut Option<Transitions>,
     ) -> Result<Permit, Rejection> {
-        let now = if self.untimed_admissible() {
-            self.latest()
+        if self.untimed_admissible() {
+            // The latest instant needs no observing: one store fewer on the hot path.
+            self.acquire_observed(self.latest(), caused)
         } else {
-            clock()
-        };
-        self.acquire_into(now, caused)
+            self.acquire_into(clock(), caused)
+        }
     }
 
     #[inline(always)]
