@@ -32,8 +32,10 @@ cargo build -p tripgate-component --target wasm32-wasip2 --profile wasm
 # dev-dependencies (proptest, the peer breakers) would otherwise change the features of
 # crates wasmtime depends on, and wasmtime would be compiled a second time instead of
 # reusing the demo's build (`cargo run --release -p host-demo`).
-step "Rust: the core (spec, model, no-heap, doctests) and the vectors on the native core"
-cargo test --release -p tripgate-core -p tripgate-vectors
+# The thread-safe breaker (tripgate) links no wasmtime, so it belongs here: its tower,
+# hyper and tokio dev-dependencies then never touch the features the wasmtime build sees.
+step "Rust: the core (spec, model, no-heap, doctests), the vectors on the native core, and the thread-safe breaker with its tower layer (vectors, 64 threads, hyper on 127.0.0.1)"
+cargo test --release -p tripgate-core -p tripgate-vectors -p tripgate --all-features
 
 step "Rust: the component in wasmtime (tripgate-wasmtime) and the demo"
 cargo test --release -p tripgate-wasmtime -p host-demo --features tripgate-wasmtime/tokio

@@ -52,6 +52,34 @@ pub struct Recorded {
     pub transitions: Transitions,
 }
 
+/// What [`Breaker::record_into`] made of an outcome: [`Recorded`] without its
+/// transitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// How the outcome was classified.
+    pub class: Class,
+    /// A success slower than `slow-call-duration`.
+    pub slow: bool,
+    /// The permit was from an earlier epoch (or not issued by this breaker), so nothing was
+    /// counted.
+    pub stale: bool,
+}
+
+/// Appends `transitions` to a host's `caused` (see [`Breaker::acquire_into`]).
+#[inline]
+fn report(caused: &mut Option<Transitions>, transitions: &Transitions) {
+    for transition in transitions {
+        report_one(caused, *transition);
+    }
+}
+
+#[cold]
+fn report_one(caused: &mut Option<Transitions>, transition: Transition) {
+    caused
+        .get_or_insert_with(Transitions::default)
+        .push(transition);
+}
+
 /// The breaker as time alone would have moved it (see [`Breaker::projected`]).
 pub(crate) struct Projection {
     pub(crate) phase: Phase,
@@ -111,7 +139,64 @@ impl Breaker {
     /// Admits a call or turns it away. Never blocks, never allocates.
     #[inline(always)]
     pub fn acquire(&mut self, now: Nanos) -> Admission {
+        let mut caused = None;
+        let decision = self.acquire_into(now, &mut caused);
+        Admission {
+            decision,
+            transitions: caused.unwrap_or_default(),
+        }
+    }
+
+    /// [`Self::acquire`] for hosts that pass the decision on and the transitions
+    /// elsewhere (a listener): the transitions, if the call caused any, are appended to
+    /// `caused`, which a call that causes none never touches. A hot path then moves a
+    /// permit, not a whole [`Admission`].
+    #[inline(always)]
+    pub fn acquire_into(
+        &mut self,
+        now: Nanos,
+        caused: &mut Option<Transitions>,
+    ) -> Result<Permit, Rejection> {
         let now = self.clock.observe(now);
+        self.acquire_observed(now, caused)
+    }
+
+    /// [`Self::acquire_into`] at an instant already observed.
+    #[inline(always)]
+    fn acquire_observed(
+        &mut self,
+        now: Nanos,
+        caused: &mut Option<Transitions>,
+    ) -> Result<Permit, Rejection> {
+        // WebAssembly builds take the general path alone: the component has a 64 KiB
+        // budget, and its call boundary costs far more than the inline paths save.
+        if cfg!(target_family = "wasm") {
+            return self.admit_settled(now, caused);
+        }
+        // The two paths that must cost nanoseconds, inline: a closed breaker without
+        // hang detection or a concurrency cap (time alone cannot move it, nothing can
+        // turn the call away), and an open one inside its cooldown.
+        match self.phase.state {
+            State::Closed
+                if self.config.slow_call_duration.is_none()
+                    && self.config.max_in_flight.is_none() =>
+            {
+                Ok(self.admit_untracked_call(now))
+            }
+            State::Open if self.phase.remaining(now) > 0 => {
+                Err(self.reject(RejectReason::Open, self.phase.remaining(now)))
+            }
+            _ => self.admit_settled(now, caused),
+        }
+    }
+
+    /// [`Self::acquire`] in every state: first the transitions time alone made due.
+    #[inline(never)]
+    fn admit_settled(
+        &mut self,
+        now: Nanos,
+        caused: &mut Option<Transitions>,
+    ) -> Result<Permit, Rejection> {
         let mut transitions = self.settle(now);
         let decision = match self.phase.state {
             State::Closed => self.admit_closed(now, &mut transitions),
@@ -120,13 +205,8 @@ impl Breaker {
             State::HalfOpen => self.admit_probe(now),
             State::Isolated => Err(self.reject(RejectReason::Isolated, 0)),
         };
-        if decision.is_ok() {
-            bump(&mut self.stats.admitted);
-        }
-        Admission {
-            decision,
-            transitions,
-        }
+        report(caused, &transitions);
+        decision
     }
 
     /// [`Self::acquire`] without a clock reading, when time cannot matter to admission:
@@ -139,25 +219,112 @@ impl Breaker {
     /// `performance.now()` is ~40 ns).
     #[inline]
     pub fn acquire_untimed(&mut self) -> Option<Admission> {
-        (self.phase.state == State::Closed && self.config.slow_call_duration.is_none())
+        self.untimed_admissible()
             .then(|| self.acquire(self.latest()))
     }
 
+    /// [`Self::acquire_untimed`] in the form of [`Self::acquire_into`].
+    #[inline(always)]
+    pub fn acquire_untimed_into(
+        &mut self,
+        caused: &mut Option<Transitions>,
+    ) -> Option<Result<Permit, Rejection>> {
+        self.untimed_admissible()
+            .then(|| self.acquire_into(self.latest(), caused))
+    }
+
+    /// [`Self::acquire_into`] that reads `clock` only when the decision needs the time:
+    /// not for a closed breaker without hang detection ([`Self::acquire_untimed`]'s case).
+    #[inline(always)]
+    pub fn acquire_reading(
+        &mut self,
+        clock: impl FnOnce() -> Nanos,
+        caused: &mut Option<Transitions>,
+    ) -> Result<Permit, Rejection> {
+        if self.untimed_admissible() {
+            // The latest instant needs no observing: one store fewer on the hot path.
+            self.acquire_observed(self.latest(), caused)
+        } else {
+            self.acquire_into(clock(), caused)
+        }
+    }
+
+    #[inline(always)]
+    fn untimed_admissible(&self) -> bool {
+        self.phase.state == State::Closed && self.config.slow_call_duration.is_none()
+    }
+
     /// The latest instant the breaker has seen: a `now` below it is treated as it.
+    #[inline(always)]
     pub fn latest(&self) -> Nanos {
-        self.clock.peek(0)
+        // The watermark itself. (Not `peek(0)`: on the circle of instants 0 is *ahead*
+        // of a watermark in the upper half, so an untimed admission on a clock whose
+        // origin is near `u64::MAX` would have moved the breaker's time forward.)
+        self.clock.latest()
     }
 
     /// Takes a permit back with its call's outcome.
     #[inline(always)]
     pub fn record(&mut self, permit: Permit, outcome: Outcome, now: Nanos) -> Recorded {
+        let mut caused = None;
+        let Verdict { class, slow, stale } = self.record_into(permit, outcome, now, &mut caused);
+        Recorded {
+            class,
+            slow,
+            stale,
+            transitions: caused.unwrap_or_default(),
+        }
+    }
+
+    /// [`Self::record`] in the form of [`Self::acquire_into`]: the transitions, if any,
+    /// are appended to `caused`; the rest comes back as a [`Verdict`].
+    #[inline(always)]
+    pub fn record_into(
+        &mut self,
+        permit: Permit,
+        outcome: Outcome,
+        now: Nanos,
+        caused: &mut Option<Transitions>,
+    ) -> Verdict {
         let now = self.clock.observe(now);
-        let mut transitions = self.settle(now);
         let class = classify(
             outcome,
             &self.config.fault_statuses,
             &self.config.fault_grpc_codes,
         );
+        // The path that must cost nanoseconds, inline: a normal call of the current epoch
+        // back at a closed breaker that tracks no slow calls (time alone cannot move a
+        // closed breaker, and no success is slow). Not in WebAssembly (see `acquire_into`).
+        if !cfg!(target_family = "wasm")
+            && self.phase.state == State::Closed
+            && permit.is_call_of_epoch(self.phase.epoch)
+            && self.config.slow_call_duration.is_none()
+            && self.started_this_phase(&permit, now)
+        {
+            // `is_current` for a normal call in closed, checked above.
+            self.in_flight.finish_untracked();
+            if let Some(trip) = self.count_in_window(class, false, now, true) {
+                report_one(caused, trip);
+            }
+            return Verdict {
+                class,
+                slow: false,
+                stale: false,
+            };
+        }
+        self.record_settled(permit, class, now, caused)
+    }
+
+    /// [`Self::record`] in every state: first the transitions time alone made due.
+    #[inline(never)]
+    fn record_settled(
+        &mut self,
+        permit: Permit,
+        class: Class,
+        now: Nanos,
+        caused: &mut Option<Transitions>,
+    ) -> Verdict {
+        let mut transitions = self.settle(now);
         let slow = class == Class::Success
             && self
                 .config
@@ -166,20 +333,20 @@ impl Breaker {
         let current = self.is_current(&permit, now);
         if !current {
             bump(&mut self.stats.stale);
-            if permit.slot != 0 {
+            if permit.slot() != 0 {
                 self.probes
-                    .release_lingering(permit.slot.saturating_sub(1), permit.started);
+                    .release_lingering(permit.slot().saturating_sub(1), permit.started);
             }
-        } else if permit.slot == 0 {
+        } else if permit.slot() == 0 {
             transitions.extend(self.finish_call(permit.started, class, slow, now));
         } else {
             transitions.extend(self.finish_probe(class, slow, now));
         }
-        Recorded {
+        report(caused, &transitions);
+        Verdict {
             class,
             slow,
             stale: !current,
-            transitions,
         }
     }
 
@@ -209,9 +376,9 @@ impl Breaker {
     /// in a table may drop those that hold nothing; their outcome would only be stale.
     pub fn holds(&self, permit: &Permit, now: Nanos) -> bool {
         let now = self.clock.peek(now);
-        let current = permit.epoch == self.phase.epoch
+        let current = permit.is_of_epoch(self.phase.epoch)
             && since(now, permit.started) <= since(now, self.phase.entered_at);
-        match (permit.slot.checked_sub(1), self.phase.state) {
+        match (permit.slot().checked_sub(1), self.phase.state) {
             (None, State::Closed | State::Disabled) => current,
             (None, _) => false,
             (Some(slot), state) => self.probes.holds(
@@ -379,6 +546,8 @@ impl Breaker {
         projection
     }
 
+    #[cold]
+    #[inline(never)]
     fn enter(&mut self, to: State, reason: Reason, at: Nanos) -> Transition {
         let from = self.phase.state;
         let transition = self.phase.enter(to, reason, at, &self.config);
@@ -398,6 +567,7 @@ impl Breaker {
         transition
     }
 
+    #[inline(always)]
     fn reject(&mut self, reason: RejectReason, retry_after: Nanos) -> Rejection {
         if let Some(count) = self.stats.rejected.get_mut(usize::from(reason.code())) {
             bump(count);
@@ -409,16 +579,27 @@ impl Breaker {
         }
     }
 
+    #[inline(always)]
     fn admit_call(&mut self, now: Nanos) -> Permit {
+        bump(&mut self.stats.admitted);
         self.in_flight.start(now);
-        Permit {
-            epoch: self.phase.epoch,
-            started: now,
-            slot: 0,
-        }
+        self.permit_for_call(now)
     }
 
-    #[inline]
+    /// [`Self::admit_call`] for a breaker without hang tracking.
+    #[inline(always)]
+    fn admit_untracked_call(&mut self, now: Nanos) -> Permit {
+        bump(&mut self.stats.admitted);
+        self.in_flight.start_untracked();
+        self.permit_for_call(now)
+    }
+
+    #[inline(always)]
+    fn permit_for_call(&self, now: Nanos) -> Permit {
+        Permit::new(self.phase.epoch, now, 0)
+    }
+
+    #[inline(always)]
     fn admit_closed(
         &mut self,
         now: Nanos,
@@ -440,14 +621,14 @@ impl Breaker {
         Ok(self.admit_call(now))
     }
 
+    #[inline(never)]
     fn admit_probe(&mut self, now: Nanos) -> Result<Permit, Rejection> {
         let (limit, timeout) = (self.config.half_open_max_probes, self.config.probe_timeout);
         match self.probes.admit(limit, now, timeout) {
-            Some(slot) => Ok(Permit {
-                epoch: self.phase.epoch,
-                started: now,
-                slot: slot.saturating_add(1),
-            }),
+            Some(slot) => {
+                bump(&mut self.stats.admitted);
+                Ok(Permit::new(self.phase.epoch, now, slot.saturating_add(1)))
+            }
             None => {
                 let until_timeout = self.probes.oldest(now).map_or(0, |start| {
                     self.config.probe_timeout.saturating_sub(since(now, start))
@@ -458,19 +639,25 @@ impl Breaker {
     }
 
     /// Trips on hung calls.
+    #[inline(never)]
     fn hang_trip(&mut self, now: Nanos) -> Option<Transition> {
         (self.in_flight.hung(now) >= self.config.failure_threshold)
             .then(|| self.enter(State::Open, Reason::HungCalls, now))
     }
 
+    /// Whether `permit` started no earlier than the current phase, as seen from `now`.
+    #[inline(always)]
+    fn started_this_phase(&self, permit: &Permit, now: Nanos) -> bool {
+        since(now, permit.started) <= since(now, self.phase.entered_at)
+    }
+
     /// Whether `permit` was issued by this breaker in its current epoch and is still out.
+    #[inline(always)]
     fn is_current(&mut self, permit: &Permit, now: Nanos) -> bool {
-        if permit.epoch != self.phase.epoch
-            || since(now, permit.started) > since(now, self.phase.entered_at)
-        {
+        if !permit.is_of_epoch(self.phase.epoch) || !self.started_this_phase(permit, now) {
             return false;
         }
-        match (permit.slot, self.phase.state) {
+        match (permit.slot(), self.phase.state) {
             (0, State::Closed | State::Disabled) => true,
             (0, _) => false,
             (slot, State::HalfOpen) => self.probes.release(slot.saturating_sub(1), permit.started),
@@ -478,6 +665,7 @@ impl Breaker {
         }
     }
 
+    #[inline(always)]
     fn count_outcome(&mut self, class: Class) {
         match class {
             Class::Success => bump(&mut self.stats.successes),
@@ -486,7 +674,7 @@ impl Breaker {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn finish_call(
         &mut self,
         started: Nanos,
@@ -494,24 +682,43 @@ impl Breaker {
         slow: bool,
         now: Nanos,
     ) -> Option<Transition> {
+        // Read once: nothing below changes the state before a transition, and a local
+        // spares the hot path a reload after every store into the window.
+        let closed = self.phase.state == State::Closed;
         self.in_flight.finish(started, now);
-        self.count_outcome(class);
-        if class != Class::Neutral {
-            let tally = self.window.record(now, class == Class::Fault, slow);
-            if self.phase.state == State::Closed {
-                if let Some(reason) = self.trip_reason(tally) {
-                    return Some(self.enter(State::Open, reason, now));
-                }
-            }
+        if let Some(trip) = self.count_in_window(class, slow, now, closed) {
+            return Some(trip);
         }
-        if self.phase.state == State::Closed && self.config.slow_call_duration.is_some() {
+        if closed && self.config.slow_call_duration.is_some() {
             return self.hang_trip(now);
         }
         None
     }
 
+    /// Counts a normal call's outcome, and trips a `closed` breaker if a rule is now met.
+    #[inline(always)]
+    fn count_in_window(
+        &mut self,
+        class: Class,
+        slow: bool,
+        now: Nanos,
+        closed: bool,
+    ) -> Option<Transition> {
+        self.count_outcome(class);
+        if class == Class::Neutral {
+            return None;
+        }
+        let tally = self.window.record(now, class == Class::Fault, slow);
+        let reason = if closed {
+            self.trip_reason(tally)
+        } else {
+            None
+        };
+        reason.map(|reason| self.enter(State::Open, reason, now))
+    }
+
     /// The first trip rule the window's tally meets.
-    #[inline]
+    #[inline(always)]
     fn trip_reason(&self, tally: Tally) -> Option<Reason> {
         let config = &self.config;
         if tally.calls < config.min_calls {
@@ -534,6 +741,7 @@ impl Breaker {
         }
     }
 
+    #[inline(never)]
     fn finish_probe(&mut self, class: Class, slow: bool, now: Nanos) -> Option<Transition> {
         self.count_outcome(class);
         // When the operator asked to trip on slowness, a slow probe is no proof of health.

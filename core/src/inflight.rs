@@ -53,6 +53,19 @@ impl InFlight {
         self.count
     }
 
+    /// [`Self::start`] for a breaker without hang tracking (`slow-call-duration` unset),
+    /// which the caller has checked: the hot path skips asking again.
+    #[inline(always)]
+    pub(crate) fn start_untracked(&mut self) {
+        self.count = self.count.saturating_add(1);
+    }
+
+    /// [`Self::finish`] for a breaker without hang tracking, as [`Self::start_untracked`].
+    #[inline(always)]
+    pub(crate) fn finish_untracked(&mut self) {
+        self.count = self.count.saturating_sub(1);
+    }
+
     /// Forgets every outstanding call (a transition leaves them stale) and restarts at `now`.
     pub(crate) fn clear(&mut self, now: Nanos) {
         if let Some(ring) = &mut self.hang {
@@ -66,9 +79,9 @@ impl InFlight {
         self.count = 0;
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn start(&mut self, now: Nanos) {
-        self.count = self.count.saturating_add(1);
+        self.start_untracked();
         if let Some(ring) = &mut self.hang {
             ring.advance(now);
             if let Some(slot) = ring.starts.get_mut(slot(ring.head)) {
@@ -77,9 +90,9 @@ impl InFlight {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn finish(&mut self, started: Nanos, now: Nanos) {
-        self.count = self.count.saturating_sub(1);
+        self.finish_untracked();
         if let Some(ring) = &mut self.hang {
             ring.advance(now);
             let bucket = started.checked_div(ring.width).unwrap_or(0);

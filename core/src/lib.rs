@@ -56,6 +56,7 @@ extern crate std;
 
 mod table;
 
+mod classify;
 mod codec;
 mod config;
 #[cfg(feature = "alloc")]
@@ -76,7 +77,10 @@ mod words;
 
 mod breaker;
 
-pub use breaker::{Admission, Breaker, Recorded};
+pub use breaker::{Admission, Breaker, Recorded, Verdict};
+#[cfg(feature = "std")]
+pub use classify::error_outcome;
+pub use classify::{Classify, Status};
 pub use config::{
     Config, ConfigError, Field, FieldKind, Rule, MAX_BACKOFF_FACTOR, MAX_BUCKETS, MAX_PROBES,
     MAX_WINDOW_CALLS,

@@ -67,6 +67,7 @@ pub(crate) struct Stats {
     pub(crate) last: Option<Transition>,
 }
 
+#[inline(always)]
 pub(crate) fn bump(counter: &mut u64) {
     *counter = counter.saturating_add(1);
 }

@@ -14,16 +14,47 @@ use crate::time::Nanos;
 #[must_use = "a permit must be handed back to `Breaker::record` with the call's outcome"]
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Permit {
-    pub(crate) epoch: u64,
+    /// Epoch and slot as in [`RawPermit::ticket`]: two words with no padding, so a
+    /// permit moves through a host's hot path as two registers.
+    pub(crate) ticket: u64,
     pub(crate) started: Nanos,
-    /// 0 for a normal call; `n` for the probe in slot `n - 1`.
-    pub(crate) slot: u8,
 }
 
 impl Permit {
+    /// A permit of `epoch` (kept to its low 57 bits, as every ticket; see `MAX_EPOCH`)
+    /// for slot `slot`: 0 for a normal call, `n` for the probe in slot `n - 1`.
+    #[inline(always)]
+    pub(crate) fn new(epoch: u64, started: Nanos, slot: u8) -> Self {
+        Self {
+            ticket: epoch.wrapping_shl(TICKET_SLOT_BITS) | (u64::from(slot) & TICKET_SLOT_MASK),
+            started,
+        }
+    }
+
     /// The epoch the permit was issued in.
+    #[inline(always)]
     pub fn epoch(&self) -> u64 {
-        self.epoch
+        self.ticket >> TICKET_SLOT_BITS
+    }
+
+    /// 0 for a normal call; `n` for the probe in slot `n - 1`.
+    #[inline(always)]
+    pub(crate) fn slot(&self) -> u8 {
+        // The mask keeps 7 bits, which always fit.
+        u8::try_from(self.ticket & TICKET_SLOT_MASK).unwrap_or(0)
+    }
+
+    /// Whether the permit was issued in `epoch` (compared on a ticket's 57 bits).
+    #[inline(always)]
+    pub(crate) fn is_of_epoch(&self, epoch: u64) -> bool {
+        self.epoch() == epoch & MAX_EPOCH
+    }
+
+    /// Whether this is a normal call's permit (not a probe's) issued in `epoch`: one
+    /// comparison of tickets, for the hot path.
+    #[inline(always)]
+    pub(crate) fn is_call_of_epoch(&self, epoch: u64) -> bool {
+        self.ticket == epoch.wrapping_shl(TICKET_SLOT_BITS)
     }
 
     /// The instant the call was admitted.
@@ -33,13 +64,13 @@ impl Permit {
 
     /// Whether this call is a half-open probe.
     pub fn is_probe(&self) -> bool {
-        self.slot != 0
+        self.slot() != 0
     }
 
     /// The plain-number form, for adapters that cannot hold a Rust value.
     pub fn into_raw(self) -> RawPermit {
         RawPermit {
-            ticket: self.epoch.wrapping_shl(TICKET_SLOT_BITS) | u64::from(self.slot),
+            ticket: self.ticket,
             started: self.started,
         }
     }
@@ -74,9 +105,8 @@ impl RawPermit {
             return Err(MalformedPermit);
         }
         Ok(Permit {
-            epoch: self.ticket >> TICKET_SLOT_BITS,
+            ticket: self.ticket,
             started: self.started,
-            slot,
         })
     }
 }

@@ -1,5 +1,7 @@
 //! Transitions: a change of state, why it happened, and the few a single call can cause.
 
+use core::fmt;
+
 use crate::state::State;
 use crate::table::table;
 use crate::time::Nanos;
@@ -63,22 +65,54 @@ pub struct Transition {
 pub const MAX_TRANSITIONS: usize = 3;
 
 /// The transitions one call caused, oldest first (at most [`MAX_TRANSITIONS`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+///
+/// Every admission and outcome returns one by value, so it is laid out for the common
+/// case, no transition: a count, and slots that start as a constant filler and are
+/// written whole. (An array of `Option`s writes one niche byte per empty slot, and
+/// copying the value out then reads those bytes back with wide loads, which the CPU
+/// cannot forward from narrow stores: that stall was a third of the closed path's time.)
+#[derive(Clone, Copy)]
 pub struct Transitions {
-    items: [Option<Transition>; MAX_TRANSITIONS],
+    items: [Transition; MAX_TRANSITIONS],
+    len: u8,
+}
+
+/// What the unused slots of a [`Transitions`] hold; never read as a transition.
+const FILLER: Transition = Transition {
+    from: State::Closed,
+    to: State::Closed,
+    reason: Reason::FailureThreshold,
+    at: 0,
+    epoch: 0,
+};
+
+impl Default for Transitions {
+    #[inline(always)]
+    fn default() -> Self {
+        Self {
+            items: [FILLER; MAX_TRANSITIONS],
+            len: 0,
+        }
+    }
 }
 
 impl Transitions {
     #[inline]
     pub(crate) fn push(&mut self, transition: Transition) {
-        if let Some(free) = self.items.iter_mut().find(|t| t.is_none()) {
-            *free = Some(transition);
-        } else if let Some(last) = self.items.last_mut() {
-            // Unreachable by construction (see MAX_TRANSITIONS); keep the newest.
-            *last = Some(transition);
-        }
+        // Constant indices, so the optimiser can keep a `Transitions` in registers.
+        // Past the last slot is unreachable by construction (see MAX_TRANSITIONS); the
+        // newest then replaces the last.
+        let [first, second, third] = &mut self.items;
+        let (slot, len) = match self.len {
+            0 => (first, 1),
+            1 => (second, 2),
+            _ => (third, 3),
+        };
+        *slot = transition;
+        self.len = len;
     }
 
+    #[inline(always)]
     pub(crate) fn extend(&mut self, transition: Option<Transition>) {
         if let Some(transition) = transition {
             self.push(transition);
@@ -88,30 +122,66 @@ impl Transitions {
     /// No transition happened.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.items.iter().all(Option::is_none)
+        self.len == 0
     }
 
     /// How many transitions happened.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.items.iter().flatten().count()
+        usize::from(self.len)
+    }
+
+    /// The transitions, oldest first, as a slice.
+    #[inline]
+    pub fn as_slice(&self) -> &[Transition] {
+        self.items.get(..self.len()).unwrap_or(&[])
     }
 
     /// The transitions, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &Transition> {
-        self.items.iter().flatten()
+    pub fn iter(&self) -> core::slice::Iter<'_, Transition> {
+        self.as_slice().iter()
     }
 
     /// The last transition, whose `to` is the state the call left the breaker in.
     pub fn last(&self) -> Option<&Transition> {
-        self.iter().last()
+        self.as_slice().last()
+    }
+}
+
+impl From<Option<Transition>> for Transitions {
+    /// None or one transition, built as a value (not pushed through a `&mut`), so a hot
+    /// path can write it straight into its result.
+    #[inline(always)]
+    fn from(transition: Option<Transition>) -> Self {
+        match transition {
+            None => Self::default(),
+            Some(transition) => Self {
+                items: [transition, FILLER, FILLER],
+                len: 1,
+            },
+        }
+    }
+}
+
+impl PartialEq for Transitions {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Transitions {}
+
+impl fmt::Debug for Transitions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
     }
 }
 
 impl<'a> IntoIterator for &'a Transitions {
     type Item = &'a Transition;
-    type IntoIter = core::iter::Flatten<core::slice::Iter<'a, Option<Transition>>>;
+    type IntoIter = core::slice::Iter<'a, Transition>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.items.iter().flatten()
+        self.iter()
     }
 }

@@ -56,7 +56,7 @@ impl Window {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn record(&mut self, now: Nanos, fault: bool, slow: bool) -> Tally {
         match self {
             Self::Time(w) => w.record(now, fault, slow),
@@ -306,7 +306,7 @@ impl CountWindow {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn record(&mut self, fault: bool, slow: bool) -> Tally {
         let was_fault = bit(&mut self.faults, self.next, Some(fault));
         let was_slow = bit(&mut self.slow, self.next, Some(slow));

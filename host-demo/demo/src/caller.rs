@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use tripgate_wasmtime::{Breaker, Classify, Outcome, Reason, State, Transition};
+use tripgate_wasmtime::{Breaker, Classify, Reason, State, Status, Transition};
 
 use crate::http;
 use crate::scenario::Timeline;
@@ -203,7 +203,7 @@ impl CallerShared {
         let headers: &[(&str, &str)] = if probe { &[("x-probe", "1")] } else { &[] };
         let result = http::get(self.config.upstream, "/", headers, self.config.timeout);
         let outcome = match &result {
-            Ok(reply) => Outcome::Status(reply.status),
+            Ok(reply) => Status(reply.status).outcome(),
             Err(error) => error.outcome(),
         };
         let cause = result

@@ -3,80 +3,27 @@
 use std::fmt;
 #[cfg(feature = "tokio")]
 use std::future::Future;
-use std::io;
 use std::time::{Duration, Instant};
+
+use tripgate_core::Classify;
 
 use crate::{Breaker, Class, Outcome, Permit, Rejection};
 
-/// How a call's result reads to the breaker. The component then classifies the
-/// [`Outcome`] with the breaker's configured fault sets (a 503 is a fault, a 404 is not).
-pub trait Classify {
-    /// The outcome this result reports.
-    fn outcome(&self) -> Outcome;
-}
-
-/// An HTTP status as a call's result (`Status(503)`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Status(pub u16);
-
-impl Classify for Status {
-    fn outcome(&self) -> Outcome {
-        Outcome::Status(self.0)
-    }
-}
-
-impl Classify for () {
-    fn outcome(&self) -> Outcome {
-        Outcome::Success
-    }
-}
-
-impl Classify for String {
-    fn outcome(&self) -> Outcome {
-        Outcome::Success
-    }
-}
-
-impl Classify for Vec<u8> {
-    fn outcome(&self) -> Outcome {
-        Outcome::Success
-    }
-}
-
-impl Classify for io::ErrorKind {
-    /// Refused, reset, aborted, unreachable or not connected: `connection-error`;
-    /// `TimedOut` and `WouldBlock` (a socket timeout): `timeout`; `Interrupted`:
-    /// `cancelled`; anything else: `failure`.
-    fn outcome(&self) -> Outcome {
-        use io::ErrorKind as K;
-        match self {
-            K::ConnectionRefused
-            | K::ConnectionReset
-            | K::ConnectionAborted
-            | K::NotConnected
-            | K::AddrNotAvailable
-            | K::BrokenPipe
-            | K::HostUnreachable
-            | K::NetworkUnreachable
-            | K::NetworkDown => Outcome::ConnectionError,
-            K::TimedOut | K::WouldBlock => Outcome::Timeout,
-            K::Interrupted => Outcome::Cancelled,
-            _ => Outcome::Failure,
-        }
-    }
-}
-
-impl Classify for io::Error {
-    fn outcome(&self) -> Outcome {
-        self.kind().outcome()
-    }
-}
-
-impl<T: Classify, E: Classify> Classify for Result<T, E> {
-    fn outcome(&self) -> Outcome {
-        match self {
-            Ok(value) => value.outcome(),
-            Err(error) => error.outcome(),
+/// The WIT's outcome for the core's: every Rust host classifies by the core's rules
+/// ([`Classify`], [`tripgate_core::error_outcome`]) and this host hands the result to the
+/// component. (The reverse needs no function: the component validates a WIT outcome.)
+impl From<tripgate_core::Outcome> for Outcome {
+    fn from(outcome: tripgate_core::Outcome) -> Self {
+        use tripgate_core::Outcome as Core;
+        match outcome {
+            Core::Success => Self::Success,
+            Core::Status(status) => Self::Status(status.get()),
+            Core::Grpc(code) => Self::Grpc(code.get()),
+            Core::Timeout => Self::Timeout,
+            Core::ConnectionError => Self::ConnectionError,
+            Core::Failure => Self::Failure,
+            Core::Cancelled => Self::Cancelled,
+            Core::Ignored => Self::Ignored,
         }
     }
 }
@@ -136,7 +83,11 @@ impl Breaker {
         self.acquire()?.decision.map_err(CallError::Rejected)
     }
 
-    fn finish<R>(permit: Permit, outcome: Outcome, result: R) -> Result<R, CallError<R>> {
+    fn finish<R>(
+        permit: Permit,
+        outcome: impl Into<Outcome>,
+        result: R,
+    ) -> Result<R, CallError<R>> {
         match permit.record(outcome)?.class {
             Class::Fault => Err(CallError::Failed(result)),
             Class::Success | Class::Neutral => Ok(result),
@@ -158,12 +109,12 @@ impl Breaker {
         self.call_with(timeout, f, R::outcome)
     }
 
-    /// [`Self::call`] with your own classifier.
-    pub fn call_with<R>(
+    /// [`Self::call`] with your own classifier (returning the core's or the WIT's outcome).
+    pub fn call_with<R, O: Into<Outcome>>(
         &self,
         timeout: Duration,
         f: impl FnOnce() -> R,
-        classify: impl FnOnce(&R) -> Outcome,
+        classify: impl FnOnce(&R) -> O,
     ) -> Result<R, CallError<R>> {
         let permit = self.admit()?;
         let started = Instant::now();
@@ -171,7 +122,7 @@ impl Breaker {
         let outcome = if started.elapsed() > timeout {
             Outcome::Timeout
         } else {
-            classify(&result)
+            classify(&result).into()
         };
         Self::finish(permit, outcome, result)
     }
@@ -190,11 +141,11 @@ impl Breaker {
 
     /// [`Self::call_async`] with your own classifier.
     #[cfg(feature = "tokio")]
-    pub async fn call_async_with<R>(
+    pub async fn call_async_with<R, O: Into<Outcome>>(
         &self,
         timeout: Duration,
         future: impl Future<Output = R>,
-        classify: impl FnOnce(&R) -> Outcome,
+        classify: impl FnOnce(&R) -> O,
     ) -> Result<R, CallError<R>> {
         let permit = self.admit()?;
         match tokio::time::timeout(timeout, future).await {

@@ -39,8 +39,8 @@
 //! * [`Breaker`]: `Send + Sync` and cheap to clone. [`Permit`] releases itself as
 //!   `cancelled` when dropped without an outcome.
 //! * [`Breaker::call`] / `Breaker::call_async` (feature `tokio`): the guarded call, with
-//!   a per-call timeout, classification ([`Classify`]) and a [`CallError`] to fall back
-//!   on.
+//!   a per-call timeout, classification by the core's rules ([`Classify`]) and a
+//!   [`CallError`] to fall back on.
 //! * [`Registry`]: named breakers, one per upstream.
 //!
 //! Time comes from a [`Clock`]: [`MonotonicClock`] (`Instant`) by default, a [`FakeClock`]
@@ -62,9 +62,12 @@ use tripgate_core::{HandleAdmission, HandleRecord, Refusal};
 use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Engine, ResourceLimiter, Store};
 
-pub use call::{CallError, Classify, Status};
+pub use call::CallError;
 pub use config::ConfigError;
 pub use registry::Registry;
+/// The core this host runs inside the component, for its outcome and classification types.
+pub use tripgate_core;
+pub use tripgate_core::{Classify, Status};
 pub use tripgate_core::{
     Clock, Config, FakeClock, GrpcSet, MonotonicClock, StatusSet, MILLISECOND, SECOND,
 };
@@ -811,21 +814,5 @@ pub fn core_metrics(m: &wit::Metrics) -> Metrics {
         time_in_state: m.time_in_state,
         cooldown_remaining: m.cooldown_remaining,
         last_transition: m.last_transition.as_ref().map(core_transition),
-    }
-}
-
-impl From<tripgate_core::Outcome> for Outcome {
-    fn from(outcome: tripgate_core::Outcome) -> Self {
-        use tripgate_core::Outcome as O;
-        match outcome {
-            O::Success => Self::Success,
-            O::Status(status) => Self::Status(status.get()),
-            O::Grpc(code) => Self::Grpc(code.get()),
-            O::Timeout => Self::Timeout,
-            O::ConnectionError => Self::ConnectionError,
-            O::Failure => Self::Failure,
-            O::Cancelled => Self::Cancelled,
-            O::Ignored => Self::Ignored,
-        }
     }
 }

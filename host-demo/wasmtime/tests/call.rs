@@ -26,7 +26,9 @@ fn handles_are_send_and_sync() {
 
 #[test]
 fn io_errors_and_statuses_classify_as_a_caller_would_expect() {
+    // The core's rules: this host converts the core's outcome into the WIT's.
     use io::ErrorKind as K;
+    use tripgate_wasmtime::tripgate_core::Outcome;
     for kind in [
         K::ConnectionRefused,
         K::ConnectionReset,
@@ -44,9 +46,13 @@ fn io_errors_and_statuses_classify_as_a_caller_would_expect() {
     assert_eq!(K::PermissionDenied.outcome(), Outcome::Failure);
     assert_eq!(
         Ok::<_, io::Error>(Status(404)).outcome(),
-        Outcome::Status(404)
+        Outcome::status(404).unwrap()
     );
     assert_eq!(refused().outcome(), Outcome::ConnectionError);
+    assert_eq!(
+        tripgate_wasmtime::Outcome::from(Outcome::status(404).unwrap()),
+        tripgate_wasmtime::Outcome::Status(404)
+    );
 }
 
 #[test]

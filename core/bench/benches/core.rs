@@ -8,13 +8,18 @@
 
 use std::hint::black_box;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use failsafe::{backoff, failure_policy, CircuitBreaker as _};
-use tripgate_core::{Breaker, Clock, Config, MonotonicClock, Outcome, SECOND};
+use failsafe::CircuitBreaker as _;
+use tripgate_bench::{err, failsafe_breaker, ok, peers_rejecting, recloser_breaker, timed};
+use tripgate_core::{Breaker, Clock, Config, MonotonicClock, Outcome, Recorded, SECOND};
 
-const HOUR: Duration = Duration::from_secs(3600);
+/// What a caller reads off a recorded outcome: its class and whether it moved the breaker.
+/// (`black_box` of the whole 88-byte value would add a copy no caller makes, and the
+/// copy's wide loads stall on the narrow stores that wrote its flags.)
+fn consume(recorded: Recorded) {
+    black_box((recorded.class, recorded.transitions.is_empty()));
+}
 
 fn tripgate() -> Breaker {
     Breaker::new(Config::default(), 0).unwrap()
@@ -29,43 +34,6 @@ fn tripped() -> Breaker {
     b
 }
 
-fn failsafe_breaker() -> impl failsafe::CircuitBreaker {
-    failsafe::Config::new()
-        .failure_policy(failure_policy::consecutive_failures(
-            5,
-            backoff::constant(HOUR),
-        ))
-        .build()
-}
-
-fn recloser_breaker() -> recloser::Recloser {
-    recloser::Recloser::custom()
-        .error_rate(0.5)
-        .closed_len(5)
-        .half_open_len(1)
-        .open_wait(HOUR)
-        .build()
-}
-
-/// Times `iters` calls of `f` in a plain loop. Every workload, tripgate's and the others',
-/// goes through this same loop, so criterion's per-iteration closure overhead (several ns,
-/// as much as the work itself here) stays out of all of them alike.
-fn timed(iters: u64, mut f: impl FnMut(u64)) -> Duration {
-    let start = Instant::now();
-    for i in 0..iters {
-        f(black_box(i));
-    }
-    start.elapsed()
-}
-
-fn ok() -> Result<(), ()> {
-    black_box(Ok(()))
-}
-
-fn err() -> Result<(), ()> {
-    black_box(Err(()))
-}
-
 fn acquire_record_closed(c: &mut Criterion) {
     let mut g = c.benchmark_group("acquire+record success, closed");
     let mut b = tripgate();
@@ -73,7 +41,7 @@ fn acquire_record_closed(c: &mut Criterion) {
         bench.iter_custom(|iters| {
             timed(iters, |now| {
                 let p = b.acquire(now).decision.unwrap();
-                black_box(b.record(p, Outcome::Success, now));
+                consume(b.record(p, Outcome::Success, now));
             })
         })
     });
@@ -83,7 +51,7 @@ fn acquire_record_closed(c: &mut Criterion) {
         bench.iter_custom(|iters| {
             timed(iters, |_| {
                 let p = b.acquire(clock.now()).decision.unwrap();
-                black_box(b.record(p, Outcome::Success, clock.now()));
+                consume(b.record(p, Outcome::Success, clock.now()));
             })
         })
     });
@@ -97,7 +65,7 @@ fn acquire_record_closed(c: &mut Criterion) {
                     .acquire(clock.now())
                     .decision
                     .unwrap();
-                black_box(
+                consume(
                     shared
                         .lock()
                         .unwrap()
@@ -134,22 +102,7 @@ fn reject_open(c: &mut Criterion) {
             timed(iters, |_| assert!(b.acquire(clock.now()).decision.is_err()))
         })
     });
-    let f = failsafe_breaker();
-    for _ in 0..5 {
-        let _ = f.call(err);
-    }
-    assert!(!f.is_call_permitted());
-    g.bench_function("failsafe", |bench| {
-        bench.iter_custom(|iters| timed(iters, |_| drop(black_box(f.call(ok)))))
-    });
-    let r = recloser_breaker();
-    for _ in 0..6 {
-        let _ = r.call(err);
-    }
-    assert!(matches!(r.call(ok), Err(recloser::Error::Rejected)));
-    g.bench_function("recloser", |bench| {
-        bench.iter_custom(|iters| timed(iters, |_| drop(black_box(r.call(ok)))))
-    });
+    peers_rejecting(&mut g);
     g.finish();
 }
 

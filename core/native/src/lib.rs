@@ -1,0 +1,61 @@
+//! # tripgate: a circuit breaker for Rust services
+//!
+//! The native core (`tripgate-core`) as a breaker threads can share: it owns a fast clock
+//! and the core's state behind a lock held for a few nanoseconds, and every decision is the
+//! core's, the same the component and the npm package make.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tripgate::{Breaker, CallError, Config, Status};
+//!
+//! let breaker = Breaker::new(Config { failure_threshold: 3, ..Config::default() }).unwrap();
+//!
+//! // One step: run a closure with a budget, classify its result, fall back when the
+//! // breaker rejects the call or counts it as a fault.
+//! let status = breaker
+//!     .call(Duration::from_secs(2), || Status(503)) // ... make the call ...
+//!     .unwrap_or_else(|error| match error {
+//!         CallError::Failed(status) => status,  // a fault, counted: here is the answer
+//!         _ => Status(200),                     // rejected: serve a fallback
+//!     });
+//! assert_eq!(status, Status(503));
+//!
+//! // Or two: acquire a permit, make the call, record its outcome. A permit dropped
+//! // without an outcome is recorded as `cancelled`.
+//! if let Ok(permit) = breaker.acquire() {
+//!     permit.record(tripgate::Outcome::Success);
+//! };
+//! ```
+//!
+//! * [`Breaker`]: `Send + Sync`, an RAII [`Permit`] per call, [`Breaker::call`] and
+//!   (feature `tokio`) `Breaker::call_async` with classification ([`Classify`], the
+//!   core's rules for statuses and `io::Error`s), a timeout and a [`CallError`] to fall
+//!   back on; transition listeners ([`Breaker::on_transition`]); export and import.
+//! * [`Registry`]: named breakers, one per upstream.
+//! * [`CoarseClock`] (the default): a millisecond-fresh reading of the CPU's time-stamp
+//!   counter (via `quanta`) kept by a ticker thread, one atomic load; [`QuantaClock`]: the
+//!   counter read each time, for exact call durations. A closed breaker admits without reading any clock.
+//! * `tower::CircuitBreakerLayer` (feature `tower`): the breaker around any tower service
+//!   whose responses are `http::Response`s, hyper clients and servers included.
+//!
+//! Tests hand breakers a `FakeClock` ([`Breaker::with_clock`] with an `Arc<FakeClock>`).
+
+#![deny(missing_docs)]
+
+mod breaker;
+mod call;
+mod clock;
+mod lock;
+mod registry;
+#[cfg(feature = "tower")]
+pub mod tower;
+
+pub use breaker::{Breaker, OwnedPermit, Permit};
+pub use call::CallError;
+pub use clock::{CoarseClock, QuantaClock, COARSE_TICK};
+pub use registry::Registry;
+pub use tripgate_core::{
+    error_outcome, Class, Classify, Clock, Config, ConfigError, FakeClock, GrpcSet, Metrics, Nanos,
+    Outcome, Reason, RejectReason, Rejection, SnapshotError, State, Status, StatusSet, Transition,
+    Transitions, Verdict, MILLISECOND, SECOND,
+};

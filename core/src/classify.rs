@@ -1,0 +1,139 @@
+//! How a call's result reads to the breaker: the one set of rules every Rust host (the
+//! native breaker, its tower layer, the wasmtime host) classifies results by.
+//!
+//! A [`Classify`] value names the [`Outcome`] it reports; the breaker then classifies that
+//! outcome with its configured fault sets, so a 503 is a fault and a 404 is not, by the
+//! breaker's rules and nobody else's.
+//!
+//! ```
+//! use tripgate_core::{Classify, Outcome, Status};
+//! assert_eq!(Status(503).outcome(), Outcome::status(503).unwrap());
+//! # #[cfg(feature = "std")] {
+//! let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+//! assert_eq!(Err::<Status, _>(refused).outcome(), Outcome::ConnectionError);
+//! # }
+//! ```
+
+use crate::outcome::Outcome;
+
+/// How a call's result reads to the breaker.
+pub trait Classify {
+    /// The outcome this result reports.
+    fn outcome(&self) -> Outcome;
+}
+
+/// An HTTP status as a call's result (`Status(503)`).
+///
+/// A status no HTTP upstream may send (outside 100–599, which `http::StatusCode` allows up
+/// to 999) reports [`Outcome::Failure`]: the upstream answered, but not in HTTP, which is
+/// evidence of a broken upstream, not of a healthy one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Status(pub u16);
+
+impl Classify for Status {
+    #[inline]
+    fn outcome(&self) -> Outcome {
+        Outcome::status(self.0).unwrap_or(Outcome::Failure)
+    }
+}
+
+impl Classify for Outcome {
+    #[inline]
+    fn outcome(&self) -> Outcome {
+        *self
+    }
+}
+
+impl Classify for () {
+    #[inline]
+    fn outcome(&self) -> Outcome {
+        Outcome::Success
+    }
+}
+
+impl<T: Classify, E: Classify> Classify for Result<T, E> {
+    #[inline]
+    fn outcome(&self) -> Outcome {
+        match self {
+            Ok(value) => value.outcome(),
+            Err(error) => error.outcome(),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+mod io_rules {
+    use std::error::Error;
+    use std::io;
+    use std::string::String;
+    use std::vec::Vec;
+
+    use super::Classify;
+    use crate::outcome::Outcome;
+
+    impl Classify for String {
+        fn outcome(&self) -> Outcome {
+            Outcome::Success
+        }
+    }
+
+    impl Classify for Vec<u8> {
+        fn outcome(&self) -> Outcome {
+            Outcome::Success
+        }
+    }
+
+    impl Classify for io::ErrorKind {
+        /// Refused, reset, aborted, unreachable or not connected: `connection-error`;
+        /// `TimedOut` and `WouldBlock` (a socket timeout): `timeout`; `Interrupted`:
+        /// `cancelled`; anything else: `failure`.
+        fn outcome(&self) -> Outcome {
+            use io::ErrorKind as K;
+            match self {
+                K::ConnectionRefused
+                | K::ConnectionReset
+                | K::ConnectionAborted
+                | K::NotConnected
+                | K::AddrNotAvailable
+                | K::BrokenPipe
+                | K::HostUnreachable
+                | K::NetworkUnreachable
+                | K::NetworkDown => Outcome::ConnectionError,
+                K::TimedOut | K::WouldBlock => Outcome::Timeout,
+                K::Interrupted => Outcome::Cancelled,
+                _ => Outcome::Failure,
+            }
+        }
+    }
+
+    impl Classify for io::Error {
+        fn outcome(&self) -> Outcome {
+            self.kind().outcome()
+        }
+    }
+
+    /// The outcome of any error, by its cause: the first [`io::Error`] in its `source()`
+    /// chain (itself included) classifies by its kind, so a client's "connect error" that
+    /// wraps a refused connection is a `connection-error`; `timed_out` says which other
+    /// error types mean a deadline passed (the caller's timer types: this crate knows no
+    /// runtime); anything else is a `failure`.
+    pub fn error_outcome(
+        error: &(dyn Error + 'static),
+        timed_out: impl Fn(&(dyn Error + 'static)) -> bool,
+    ) -> Outcome {
+        let mut cause = Some(error);
+        while let Some(error) = cause {
+            if timed_out(error) {
+                return Outcome::Timeout;
+            }
+            if let Some(io) = error.downcast_ref::<io::Error>() {
+                return io.outcome();
+            }
+            cause = error.source();
+        }
+        Outcome::Failure
+    }
+}
+
+#[cfg(feature = "std")]
+pub use io_rules::error_outcome;
