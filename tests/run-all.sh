@@ -26,7 +26,7 @@ step "core: builds for x86_64-unknown-none, a target with no std at all"
 cargo build -p tripgate-core --no-default-features --target x86_64-unknown-none --profile wasm
 
 step "component: WASI 0.2 component (wasm32-wasip2)"
-cargo build -p tripgate-component --target wasm32-wasip2 --profile wasm
+cargo build -p tripgate-component --target wasm32-wasip2 --profile component
 
 # Two invocations, so that each resolves features for its own crates only: the core's
 # dev-dependencies (proptest, the peer breakers) would otherwise change the features of

@@ -6,6 +6,7 @@
 //! a slow success from before a trip can never close a half-open breaker.
 
 use crate::config::{Config, ConfigError};
+use crate::fleet::Fleet;
 use crate::inflight::InFlight;
 use crate::metrics::{bump, Metrics, Stats};
 use crate::outcome::{classify, Class, Outcome};
@@ -114,6 +115,7 @@ pub struct Breaker {
     pub(crate) in_flight: InFlight,
     pub(crate) probes: Probes,
     pub(crate) stats: Stats,
+    pub(crate) fleet: Fleet,
 }
 
 impl Breaker {
@@ -127,6 +129,7 @@ impl Breaker {
             in_flight: InFlight::new(config.slow_call_duration, now),
             probes: Probes::new(),
             stats: Stats::default(),
+            fleet: Fleet::new(config.fleet_quorum),
             config,
         })
     }
@@ -482,7 +485,7 @@ impl Breaker {
 
     /// Applies the transitions time alone has made due.
     #[inline(always)]
-    fn settle(&mut self, now: Nanos) -> Transitions {
+    pub(crate) fn settle(&mut self, now: Nanos) -> Transitions {
         // Only open and half-open have clocks running; the hot paths (closed, and open
         // inside its cooldown) skip out.
         // (Everything here returns transitions by value rather than pushing through a
@@ -551,6 +554,19 @@ impl Breaker {
     fn enter(&mut self, to: State, reason: Reason, at: Nanos) -> Transition {
         let from = self.phase.state;
         let transition = self.phase.enter(to, reason, at, &self.config);
+        self.entered(from, transition)
+    }
+
+    /// The bookkeeping of every transition the phase has made.
+    #[cold]
+    pub(crate) fn entered(&mut self, from: State, transition: Transition) -> Transition {
+        let (to, at) = (transition.to, transition.at);
+        let opening = if to == State::Open {
+            self.phase.open_for
+        } else {
+            0
+        };
+        self.fleet.announce(transition.reason, opening);
         bump(&mut self.stats.transitions);
         self.stats.last = Some(transition);
         // Permits of the old epoch are stale from here on: they hold nothing, except that a
@@ -623,6 +639,10 @@ impl Breaker {
 
     #[inline(never)]
     fn admit_probe(&mut self, now: Nanos) -> Result<Permit, Rejection> {
+        if !self.fleet.may_probe(now) {
+            // Another member holds the fleet's probe lease: its round speaks for all.
+            return Err(self.reject(RejectReason::ProbingElsewhere, 0));
+        }
         let (limit, timeout) = (self.config.half_open_max_probes, self.config.probe_timeout);
         match self.probes.admit(limit, now, timeout) {
             Some(slot) => {

@@ -59,6 +59,7 @@ mod table;
 mod classify;
 mod codec;
 mod config;
+mod fleet;
 #[cfg(feature = "alloc")]
 mod handles;
 mod inflight;
@@ -84,6 +85,10 @@ pub use classify::{Classify, Status};
 pub use config::{
     Config, ConfigError, Field, FieldKind, Rule, MAX_BACKOFF_FACTOR, MAX_BUCKETS, MAX_PROBES,
     MAX_WINDOW_CALLS,
+};
+pub use fleet::{
+    Announcement, AnnouncementKind, FleetApplied, FleetEvent, FleetEventKind, FleetStatus,
+    MAX_QUORUM,
 };
 #[cfg(feature = "alloc")]
 pub use handles::{

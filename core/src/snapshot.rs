@@ -14,10 +14,12 @@
 //! most K at the upstream, across the recycle too); with no probes out it comes back
 //! exactly as it was.
 //!
-//! Layout (version 1): `"TGB" 1`, window shape (kind u8, length u16, bucket width u64),
+//! Layout (version 2): `"TGB" 2`, window shape (kind u8, length u16, bucket width u64),
 //! phase (state u8, epoch, state age, open-for, cooldown, rng: u64), probe successes and
-//! judged (u32), nine lifetime counters (u64), last transition (flag u8, then from, to,
-//! reason: u8, age, epoch: u64), the window, the checksum (u32).
+//! judged (u32), ten lifetime counters (u64: admitted, rejected by each of the five
+//! reasons, successes, faults, stale, transitions), last transition (flag u8, then from,
+//! to, reason: u8, age, epoch: u64), the window, the checksum (u32). Version 1, with four
+//! rejection reasons, still imports. Fleet membership is not carried.
 
 use core::fmt;
 
@@ -44,7 +46,10 @@ pub const MAX_EXPORT_LEN: usize = 1024;
 pub const MAX_IMPORT_EPOCH: u64 = MAX_EPOCH >> 1;
 
 const MAGIC: [u8; 3] = *b"TGB";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+/// Version 1 counted four rejection reasons (before `probing-elsewhere`); its states
+/// still import, with no rejections of the fifth.
+const VERSION_4_REASONS: u8 = 1;
 
 /// Why an export or import failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -236,7 +241,7 @@ impl Breaker {
                     .probe_timeout
                     .saturating_sub(since(now, newest))
                     .max(1);
-                stats.last = Some(phase.restore_open(now, wait));
+                stats.last = Some(phase.open_exactly(now, wait, Reason::Restored));
                 stats.transitions = stats.transitions.saturating_add(1);
                 probes = Probes::new();
             }
@@ -294,7 +299,7 @@ impl Breaker {
             return Err(SnapshotError::NotAState);
         }
         let version = r.u8()?;
-        if version != VERSION {
+        if version != VERSION && version != VERSION_4_REASONS {
             return Err(SnapshotError::UnsupportedVersion(version));
         }
         if !intact {
@@ -335,7 +340,12 @@ impl Breaker {
             admitted: r.u64()?,
             ..Stats::default()
         };
-        for counter in &mut stats.rejected {
+        let reasons = if version == VERSION_4_REASONS {
+            4
+        } else {
+            stats.rejected.len()
+        };
+        for counter in stats.rejected.iter_mut().take(reasons) {
             *counter = r.u64()?;
         }
         stats.successes = r.u64()?;
@@ -376,6 +386,9 @@ impl Breaker {
             in_flight: InFlight::new(self.config.slow_call_duration, now),
             probes,
             stats,
+            // Fleet membership belongs to the process, not to the state: the adapter
+            // reconciles the imported breaker with the store.
+            fleet: self.fleet.clone(),
         };
         Ok(())
     }

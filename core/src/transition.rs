@@ -38,6 +38,10 @@ table! {
         /// The state was exported half-open with probes out; it was restored open until
         /// those probes would have timed out.
         Restored = 13 => "restored",
+        /// The fleet opened (fleet mode): another member's trip, or its failed probe round.
+        FleetOpen = 14 => "fleet-open",
+        /// The fleet's probe round succeeded (fleet mode).
+        FleetClose = 15 => "fleet-close",
     }
 }
 

@@ -590,11 +590,6 @@ impl Breaker {
             .map(|m| core_metrics(&m))
     }
 
-    /// Raw permits out (issued by [`Self::acquire_raw`], not yet recorded).
-    pub fn raw_permits_out(&self) -> Result<u32> {
-        self.with(|api, store, me, _| api.call_handles_out(store, me))
-    }
-
     /// Forces the breaker open until [`Self::release`].
     pub fn isolate(&self) -> Result<Vec<Transition>> {
         self.manual(|api, store, me, now| api.call_isolate(store, me, now))
@@ -789,6 +784,7 @@ pub fn core_metrics(m: &wit::Metrics) -> Metrics {
         (RejectReason::Probing, m.rejected_probing),
         (RejectReason::Isolated, m.rejected_isolated),
         (RejectReason::Saturated, m.rejected_saturated),
+        (RejectReason::ProbingElsewhere, m.rejected_probing_elsewhere),
     ] {
         if let Some(slot) = rejected_total.get_mut(usize::from(reason.code())) {
             *slot = count;

@@ -355,7 +355,6 @@ fn stale_foreign_and_malformed_permits_never_trap() {
         (before.faults_total, before.stale_total + 6),
         "stale outcomes count nothing"
     );
-    assert_eq!(a.raw_permits_out().unwrap(), 0);
 
     // Dropping permits releases them as cancelled.
     let held: Vec<_> = (0..3)

@@ -116,6 +116,7 @@ fn wit_config(config: &VectorConfig) -> wit::Config {
             F::HalfOpenRequiredSuccesses => c.half_open_required_successes = Some(wide),
             F::HalfOpenSuccessRate => c.half_open_success_rate = Some(small),
             F::ProbeTimeout => c.probe_timeout = Some(n),
+            F::FleetQuorum => c.fleet_quorum = Some(small),
             F::FaultStatuses | F::FaultGrpcCodes => {}
         }
     }
