@@ -87,7 +87,8 @@ pub use bindings::exports::tripgate::breaker::circuit_breaker as wit;
 /// What the breaker reports: the core's own types, as the native breaker and every other
 /// host report them.
 pub use tripgate_core::{
-    Class, Metrics, Reason, RejectReason, Rejection, State, Tally, Transition,
+    Announcement, AnnouncementKind, Class, FleetApplied, FleetEvent, FleetEventKind, FleetStatus,
+    Metrics, Reason, RejectReason, Rejection, State, Tally, Transition,
 };
 /// The outcomes `record` takes: the WIT's, unvalidated (an invalid status is the
 /// component's to refuse); the core's `Outcome` converts into it.
@@ -623,6 +624,68 @@ impl Breaker {
         let transitions: Vec<Transition> = self.with(op)?.iter().map(core_transition).collect();
         self.shared.notify(&transitions);
         Ok(transitions)
+    }
+
+    /// Fleet mode (`fleet-quorum` set; a fleet adapter drives these in the background):
+    /// applies an event from the fleet (see `wit/breaker.wit`'s `fleet-apply`).
+    pub fn fleet_apply(&self, event: FleetEvent) -> Result<(FleetApplied, Vec<Transition>)> {
+        let kind = match event.kind {
+            FleetEventKind::Open => wit::FleetEventKind::Open,
+            FleetEventKind::Close => wit::FleetEventKind::Close,
+        };
+        let wit_event = wit::FleetEvent {
+            generation: event.generation,
+            kind,
+            remaining: event.remaining,
+        };
+        let applying =
+            self.with(|api, store, me, now| api.call_fleet_apply(store, me, wit_event, now))?;
+        let transitions: Vec<Transition> =
+            applying.transitions.iter().map(core_transition).collect();
+        self.shared.notify(&transitions);
+        Ok((
+            core_case(FleetApplied::from_code, applying.applied as u8),
+            transitions,
+        ))
+    }
+
+    /// Fleet mode: the store's trip votes (member id, age in ns); whether they reach the
+    /// quorum, so that the fleet opens.
+    pub fn fleet_votes(&self, votes: &[(u64, u64)]) -> Result<bool> {
+        let votes: Vec<wit::FleetVote> = votes
+            .iter()
+            .map(|&(member, age)| wit::FleetVote { member, age })
+            .collect();
+        self.with(|api, store, me, now| api.call_fleet_votes(store, me, &votes, now))
+    }
+
+    /// Fleet mode: whether the store is reachable, and the probe lease if this member
+    /// holds it (for so many ns from now).
+    pub fn fleet_store(&self, reachable: bool, lease: Option<u64>) -> Result<()> {
+        self.with(|api, store, me, now| api.call_fleet_store(store, me, reachable, lease, now))
+    }
+
+    /// Fleet mode: what the last transition that needs telling asks the adapter to
+    /// publish (taken once).
+    pub fn fleet_take_announcement(&self) -> Result<Option<Announcement>> {
+        let taken = self.with(|api, store, me, _| api.call_fleet_take_announcement(store, me))?;
+        Ok(taken.map(|a| Announcement {
+            kind: core_case(AnnouncementKind::from_code, a.kind as u8),
+            remaining: a.remaining,
+        }))
+    }
+
+    /// Fleet mode: the breaker's fleet state now.
+    pub fn fleet_status(&self) -> Result<FleetStatus> {
+        let s = self.with(|api, store, me, now| api.call_fleet_status(store, me, now))?;
+        Ok(FleetStatus {
+            enabled: s.enabled,
+            generation: s.generation,
+            degraded: s.degraded,
+            lease_held: s.lease_held,
+            wants_lease: s.wants_lease,
+            stale_events: s.stale_events,
+        })
     }
 
     /// Calls `listener` with every transition this breaker reports from now on, from
