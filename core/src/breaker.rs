@@ -145,7 +145,7 @@ impl Breaker {
 
     /// The latest instant the breaker has seen: a `now` below it is treated as it.
     pub fn latest(&self) -> Nanos {
-        self.clock.peek(0)
+        self.clock.latest()
     }
 
     /// Takes a permit back with its call's outcome.

@@ -54,6 +54,12 @@ impl Watermark {
         self.0
     }
 
+    /// The latest instant seen. (Not `peek(0)`: above 2⁶³, 0 is ahead of it.)
+    #[inline]
+    pub(crate) fn latest(self) -> Nanos {
+        self.0
+    }
+
     /// The instant `now` would be observed as, without recording it.
     #[inline]
     pub(crate) fn peek(self, now: Nanos) -> Nanos {
