@@ -30,7 +30,7 @@ use crate::phase::Phase;
 use crate::probes::Probes;
 use crate::state::State;
 use crate::table::table;
-use crate::time::{since, Nanos};
+use crate::time::{since, Nanos, HALF_CIRCLE};
 use crate::transition::{Reason, Transition};
 use crate::window::Window;
 
@@ -259,7 +259,8 @@ impl Breaker {
     /// reckoning), as of `now`. On error nothing changes. A breaker that has issued
     /// permits starts an epoch past both its own and the imported one, so none of those
     /// permits can count against the imported state; a fresh breaker takes the state
-    /// exactly. Epochs above [`MAX_IMPORT_EPOCH`] are refused.
+    /// exactly. Epochs above [`MAX_IMPORT_EPOCH`] are refused, and so are ages of 2⁶³ ns
+    /// or more (instants after the export).
     pub fn import(
         &mut self,
         bytes: &[u8],
@@ -285,8 +286,14 @@ impl Breaker {
             return Err(SnapshotError::WindowShape);
         }
 
-        // Instants are rebuilt as `now - (age + elapsed)` on our clock.
-        let at_age = |age: Nanos| now.wrapping_sub(age.saturating_add(elapsed));
+        // Instants are rebuilt as `now - (age + elapsed)` on our clock. An age of half the
+        // circle or more would be an instant after the export: no exporter writes one.
+        let at_age = |age: Nanos| {
+            if age >= HALF_CIRCLE {
+                return Err(SnapshotError::Corrupt("age"));
+            }
+            Ok(now.wrapping_sub(age.saturating_add(elapsed)))
+        };
         let state = decode(State::from_code, r.u8()?, "state")?;
         let epoch = r.u64()?;
         if epoch > MAX_IMPORT_EPOCH {
@@ -295,7 +302,7 @@ impl Breaker {
         let mut phase = Phase {
             state,
             epoch,
-            entered_at: at_age(r.u64()?),
+            entered_at: at_age(r.u64()?)?,
             open_for: r.u64()?,
             cooldown: r.u64()?,
             rng: r.u64()?,
@@ -326,7 +333,7 @@ impl Breaker {
                 from: decode(State::from_code, r.u8()?, "last transition")?,
                 to: decode(State::from_code, r.u8()?, "last transition")?,
                 reason: decode(Reason::from_code, r.u8()?, "last transition")?,
-                at: at_age(r.u64()?),
+                at: at_age(r.u64()?)?,
                 epoch: r.u64()?,
             }),
             _ => return Err(SnapshotError::Corrupt("last transition")),

@@ -1,7 +1,7 @@
 //! What the fuzzers found, as named tests (each input is also kept in the replayed
 //! corpus): every one of these failed before its fix.
 
-use tripgate_core::{Breaker, Config, Outcome, State, SECOND};
+use tripgate_core::{Breaker, Config, Outcome, SnapshotError, State, MAX_EXPORT_LEN, SECOND};
 
 /// `Breaker::latest` is the watermark itself, wherever the clock's origin is. It was
 /// computed as the instant a reading of 0 would be observed as, which is 0 whenever the
@@ -27,3 +27,43 @@ fn latest_is_the_watermark_above_half_the_circle() {
     assert_eq!(b.latest(), start + SECOND);
 }
 
+/// Exported bytes whose state at `offset` holds an age (an instant as time before the
+/// export) of `age`, with a valid checksum.
+fn with_age(offset: usize, age: u64) -> Vec<u8> {
+    let mut b = Breaker::new(Config::default(), 0).unwrap();
+    let permit = b.acquire(0).decision.unwrap();
+    b.record(permit, Outcome::Timeout, 0);
+    b.reset(SECOND); // a last transition, so its age is in the bytes too
+    let mut buf = [0u8; MAX_EXPORT_LEN];
+    let len = b.export(2 * SECOND, &mut buf).unwrap();
+    let mut body = buf[..len - 4].to_vec();
+    body[offset..offset + 8].copy_from_slice(&age.to_le_bytes());
+    tripgate_fuzz::input::seal(body)
+}
+
+/// An imported age of 2⁶³ ns or more is refused: such an instant would be in the future
+/// of the export on the circle of instants (spans longer than 292 years are not real), and
+/// accepting it made the state read 584 years in state and import differently depending
+/// on the time in transit (`elapsed` saturated). Found by the `snapshot` target.
+#[test]
+fn imported_ages_beyond_half_the_circle_are_corrupt() {
+    // Layout version 1: the state's age follows magic, version, window shape (15 bytes),
+    // state (1) and epoch (8); the last transition's age follows the 9 counters, the
+    // probe counts and the transition's flag, from, to and reason.
+    const STATE_AGE: usize = 24;
+    const LAST_AGE: usize = STATE_AGE + 8 * 4 + 4 * 2 + 8 * 9 + 4;
+    for offset in [STATE_AGE, LAST_AGE] {
+        let mut fresh = Breaker::new(Config::default(), 5 * SECOND).unwrap();
+        let before = fresh.clone();
+        assert_eq!(fresh.import(&with_age(offset, 5 * SECOND), 0, 5 * SECOND), Ok(()));
+        for age in [1 << 63, u64::MAX] {
+            let mut b = before.clone();
+            assert_eq!(
+                b.import(&with_age(offset, age), 0, 5 * SECOND),
+                Err(SnapshotError::Corrupt("age")),
+                "age {age} at {offset}"
+            );
+            assert_eq!(b, before);
+        }
+    }
+}
