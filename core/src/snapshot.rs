@@ -156,6 +156,19 @@ fn shape(window: &Window, out: &mut Writer<'_>) {
     }
 }
 
+/// Time from `instant` to `now` as the bytes store it. A span of half the circle (292
+/// years) or more cannot be told from an instant after `now`, so it is stored as the
+/// longest span there is: long enough for every cooldown and window, and importable.
+fn age(now: Nanos, instant: Nanos) -> Nanos {
+    since(now, instant).min(HALF_CIRCLE - 1)
+}
+
+/// An age plus the time in transit, bounded the same way (an absurd `elapsed` means
+/// "long ago", never an instant after the import).
+pub(crate) fn age_plus(age: Nanos, elapsed: Nanos) -> Nanos {
+    age.saturating_add(elapsed).min(HALF_CIRCLE - 1)
+}
+
 impl Breaker {
     /// Writes the state as of `now` into `out`; returns the bytes written. A buffer of
     /// [`MAX_EXPORT_LEN`] bytes always suffices.
@@ -226,7 +239,7 @@ impl Breaker {
         shape(&self.window, &mut w);
         w.u8(phase.state.code());
         w.u64(phase.epoch);
-        w.u64(since(now, phase.entered_at));
+        w.u64(age(now, phase.entered_at));
         w.u64(phase.open_for);
         w.u64(phase.cooldown);
         w.u64(phase.rng);
@@ -246,7 +259,7 @@ impl Breaker {
                 w.u8(t.from.code());
                 w.u8(t.to.code());
                 w.u8(t.reason.code());
-                w.u64(since(now, t.at));
+                w.u64(age(now, t.at));
                 w.u64(t.epoch);
             }
             None => w.u8(0),
@@ -287,12 +300,13 @@ impl Breaker {
         }
 
         // Instants are rebuilt as `now - (age + elapsed)` on our clock. An age of half the
-        // circle or more would be an instant after the export: no exporter writes one.
+        // circle or more would be an instant after the export: no exporter writes one
+        // (see `age`).
         let at_age = |age: Nanos| {
             if age >= HALF_CIRCLE {
                 return Err(SnapshotError::Corrupt("age"));
             }
-            Ok(now.wrapping_sub(age.saturating_add(elapsed)))
+            Ok(now.wrapping_sub(age_plus(age, elapsed)))
         };
         let state = decode(State::from_code, r.u8()?, "state")?;
         let epoch = r.u64()?;

@@ -67,3 +67,36 @@ fn imported_ages_beyond_half_the_circle_are_corrupt() {
         }
     }
 }
+
+fn export(b: &Breaker, now: u64) -> Vec<u8> {
+    let mut buf = [0u8; MAX_EXPORT_LEN];
+    let len = b.export(now, &mut buf).unwrap();
+    buf[..len].to_vec()
+}
+
+/// A state imported with an absurd time in transit (half the circle or more: 292 years)
+/// reads as long ago as an instant can be — the cooldown over, the window empty — and
+/// its own export imports again. The ages were `age + elapsed` saturated to `u64::MAX`,
+/// instants after the import, which the next export wrote and the next import refused.
+/// Found by the `snapshot` target.
+#[test]
+fn a_state_imported_after_an_absurd_transit_exports_and_imports_again() {
+    let d = Config::default();
+    let mut b = Breaker::new(d, 0).unwrap();
+    for _ in 0..5 {
+        let permit = b.acquire(0).decision.unwrap();
+        b.record(permit, Outcome::Timeout, 0);
+    }
+    let bytes = export(&b, SECOND);
+    for elapsed in [1 << 62, (1 << 63) - 1, 1 << 63, u64::MAX] {
+        let mut a = Breaker::new(d, 10 * SECOND).unwrap();
+        a.import(&bytes, elapsed, 10 * SECOND).unwrap();
+        assert_eq!(a.state(10 * SECOND), State::HalfOpen, "elapsed {elapsed}");
+        assert!(a.metrics(10 * SECOND).time_in_state < 1 << 63);
+        let again = export(&a, 11 * SECOND);
+        let mut c = Breaker::new(d, 11 * SECOND).unwrap();
+        c.import(&again, 0, 11 * SECOND)
+            .unwrap_or_else(|e| panic!("elapsed {elapsed}: own export refused: {e}"));
+        assert_eq!(export(&c, 11 * SECOND), again, "elapsed {elapsed}");
+    }
+}
