@@ -459,9 +459,20 @@ impl Watch {
             assert_eq!(fresh.metrics(now), m, "imported state reads differently");
         }
         // Time in transit: importing after `elapsed` is the same as importing at once
-        // and then letting `elapsed` pass.
+        // and then letting `elapsed` pass — while every span stays under half the circle,
+        // beyond which a span is stored as the longest there is.
         let elapsed = input::duration(u)? % (1 << 62);
         let later = now.wrapping_add(elapsed);
+        let f = fresh.metrics(now);
+        let oldest = f
+            .last_transition
+            .map_or(f.time_in_state, |t| now.wrapping_sub(t.at))
+            .max(f.time_in_state);
+        if oldest.saturating_add(elapsed) >= input::HALF_CIRCLE
+            || self.config.window >= 1 << 62
+        {
+            return Ok(());
+        }
         let mut delayed = Breaker::new(self.config, later).expect("valid config");
         delayed
             .import(&bytes, elapsed, later)
