@@ -301,14 +301,17 @@ impl Model {
         moves
     }
 
-    /// Probes out at `now`: this round's, and lingering ones not yet timed out.
+    /// Probes out at `now`: this round's, and lingering ones not yet timed out. A probe
+    /// that has timed out is out no more: its timeout re-opened the breaker, and the
+    /// round's other probes linger.
     fn probes_out(&self, now: u64) -> u8 {
-        let lingering = self
-            .lingering
-            .iter()
-            .filter(|&&(_, s)| now - s < self.c.probe_timeout)
-            .count();
-        (self.probes.len() + lingering) as u8
+        let live = |&(_, s): &(u64, u64)| now - s < self.c.probe_timeout;
+        let round = if self.probes.iter().all(live) {
+            self.probes.len()
+        } else {
+            self.probes.iter().filter(|p| live(p)).count()
+        };
+        (round + self.lingering.iter().filter(|p| live(p)).count()) as u8
     }
 
     /// The effective state at `now` (time alone moves open → half-open, and a timed-out

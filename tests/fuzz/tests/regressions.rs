@@ -100,3 +100,30 @@ fn a_state_imported_after_an_absurd_transit_exports_and_imports_again() {
         assert_eq!(export(&c, 11 * SECOND), again, "elapsed {elapsed}");
     }
 }
+
+/// A read projects a probe's timeout exactly as the next call makes it: the timed-out
+/// probe no longer counts as out. `metrics` counted it (its round was not retired in the
+/// projection), so a half-open breaker read one probe out of K while it would admit one.
+/// Found by the `snapshot` target's "reads are projections" check.
+#[test]
+fn metrics_do_not_count_a_probe_whose_timeout_reopened_the_breaker() {
+    let config = Config {
+        cooldown: SECOND,
+        probe_timeout: 2 * SECOND,
+        ..Config::default()
+    };
+    let mut b = Breaker::new(config, 0).unwrap();
+    for _ in 0..5 {
+        let permit = b.acquire(0).decision.unwrap();
+        b.record(permit, Outcome::Timeout, 0);
+    }
+    let leaked = b.acquire(SECOND).decision.unwrap();
+    assert!(leaked.is_probe());
+    // It timed out at 3 s (re-open), and the cooldown passed at 4 s (half-open).
+    let now = 4 * SECOND + SECOND / 2;
+    let read = b.metrics(now);
+    assert_eq!((read.state, read.probes_out), (State::HalfOpen, 0));
+    let probe = b.acquire(now).decision.unwrap();
+    assert!(probe.is_probe());
+    assert_eq!(b.metrics(now).probes_out, 1);
+}
