@@ -270,9 +270,9 @@ impl Breaker {
 
     /// Replaces the state with one exported `elapsed` nanoseconds ago (by the exporter's
     /// reckoning), as of `now`. On error nothing changes. A breaker that has issued
-    /// permits starts an epoch past both its own and the imported one, so none of those
-    /// permits can count against the imported state; a fresh breaker takes the state
-    /// exactly. Epochs above [`MAX_IMPORT_EPOCH`] are refused, and so are ages of 2⁶³ ns
+    /// permits or left epoch 0 starts an epoch past both its own and the imported one, so
+    /// none of its permits can count against the imported state, through any number of
+    /// imports; a fresh breaker takes the state exactly. Epochs above [`MAX_IMPORT_EPOCH`] are refused, and so are ages of 2⁶³ ns
     /// or more (instants after the export).
     pub fn import(
         &mut self,
@@ -362,7 +362,10 @@ impl Breaker {
 
         let mut clock = self.clock;
         clock.observe(now);
-        if self.stats.admitted > 0 {
+        // Whether this breaker may have issued permits: it admitted calls, or it has left
+        // epoch 0 (by a transition, or by an earlier import, which also replaced the
+        // `admitted` counter).
+        if self.stats.admitted > 0 || self.phase.epoch > 0 {
             // Permits this breaker issued must not count against the imported state:
             // start an epoch past both, so every one of them is stale.
             phase.epoch = phase.epoch.max(self.phase.epoch).saturating_add(1);

@@ -127,3 +127,25 @@ fn metrics_do_not_count_a_probe_whose_timeout_reopened_the_breaker() {
     assert!(probe.is_probe());
     assert_eq!(b.metrics(now).probes_out, 1);
 }
+
+/// A permit issued before an import stays stale through any later import. Whether the
+/// importer had issued permits was read from its lifetime `admitted` counter, which the
+/// first import replaces: a second import of a state with no admissions took the imported
+/// epoch as is, and a permit of that epoch from before the first import counted again.
+/// Found by the `snapshot` target.
+#[test]
+fn a_permit_from_before_an_import_stays_stale_after_a_second_import() {
+    let d = Config::default();
+    let mut b = Breaker::new(d, 0).unwrap();
+    let permit = b.acquire(0).decision.unwrap();
+    // A state that has been closed for 10 s, so the permit falls inside it.
+    let untouched = export(&Breaker::new(d, 0).unwrap(), 10 * SECOND);
+    b.import(&untouched, 0, SECOND).unwrap();
+    b.import(&untouched, 0, SECOND).unwrap();
+    assert!(b.record(permit, Outcome::Timeout, SECOND).stale);
+    assert_eq!(b.metrics(SECOND).window.faults, 0);
+    // A breaker that never issued a permit nor changed state takes the state exactly.
+    let mut fresh = Breaker::new(d, 0).unwrap();
+    fresh.import(&untouched, 0, 0).unwrap();
+    assert_eq!(fresh.metrics(0).epoch, 0);
+}
