@@ -479,7 +479,7 @@ impl Watch {
         // beyond which a span is stored as the longest there is.
         let elapsed = input::duration(u)? % (1 << 62);
         let later = now.wrapping_add(elapsed);
-        if oldest_span(&fresh.metrics(now), now).saturating_add(elapsed) >= input::HALF_CIRCLE
+        if stored_age(&bytes).saturating_add(elapsed) >= input::HALF_CIRCLE
             || self.config.window >= 1 << 62
         {
             return Ok(());
@@ -615,6 +615,19 @@ impl Watch {
     pub fn export(&self) -> Vec<u8> {
         export(&self.b, self.latest)
     }
+}
+
+/// The longest age exported bytes hold (the state's, the last transition's; layout
+/// version 1, documented in the core's `snapshot.rs`), which may exceed what the metrics
+/// show (a projected transition is newer than the stored one).
+fn stored_age(bytes: &[u8]) -> u64 {
+    let u64_at = |at: usize| {
+        bytes
+            .get(at..at + 8)
+            .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    };
+    let last = if bytes.get(136) == Some(&1) { u64_at(140) } else { 0 };
+    u64_at(24).max(last)
 }
 
 /// The longest span the metrics hold (time in state, age of the last transition).
