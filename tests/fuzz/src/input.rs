@@ -67,7 +67,9 @@ pub fn reading(u: &mut Unstructured<'_>, latest: u64) -> Result<u64> {
         0..=8 => latest.wrapping_add(duration(u)?),
         9 | 10 => latest,
         11 => latest.wrapping_sub(duration(u)?),
-        12 => latest.wrapping_add(HALF_CIRCLE).wrapping_add(u.arbitrary()?),
+        12 => latest
+            .wrapping_add(HALF_CIRCLE)
+            .wrapping_add(u.arbitrary()?),
         13 => u64::MAX,
         _ => u.arbitrary()?,
     })
@@ -109,7 +111,11 @@ pub fn config(u: &mut Unstructured<'_>) -> Result<Config> {
         }))
     };
     let positive = |u: &mut Unstructured<'_>| -> Result<u64> {
-        Ok(if wild(u)? { number(u)? } else { duration(u)?.max(1) })
+        Ok(if wild(u)? {
+            number(u)?
+        } else {
+            duration(u)?.max(1)
+        })
     };
     let failure_threshold = count(u, 10)?;
     let min_calls = count(u, 10)?;

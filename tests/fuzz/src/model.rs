@@ -264,11 +264,9 @@ impl Model {
                     if calls >= self.c.min_calls {
                         if faults >= self.c.failure_threshold {
                             self.enter(State::Open, Reason::FailureThreshold, now, &mut moves);
-                        } else if self
-                            .c
-                            .failure_rate
-                            .is_some_and(|r| u64::from(faults) * 100 >= u64::from(r) * u64::from(calls))
-                        {
+                        } else if self.c.failure_rate.is_some_and(|r| {
+                            u64::from(faults) * 100 >= u64::from(r) * u64::from(calls)
+                        }) {
                             self.enter(State::Open, Reason::FailureRate, now, &mut moves);
                         }
                     }
@@ -549,8 +547,8 @@ pub fn run_history(config: Config, start: u64, ops: &[Op]) -> Result<(), String>
                     && model.lingering.is_empty()
                 {
                     let bytes = export(&b, at(now))?;
-                    let mut fresh = Breaker::new(config, at(now))
-                        .map_err(|e| format!("step {step}: {e}"))?;
+                    let mut fresh =
+                        Breaker::new(config, at(now)).map_err(|e| format!("step {step}: {e}"))?;
                     fresh
                         .import(&bytes, 0, at(now))
                         .map_err(|e| format!("step {step}: own export refused: {e}"))?;

@@ -55,7 +55,10 @@ fn imported_ages_beyond_half_the_circle_are_corrupt() {
     for offset in [STATE_AGE, LAST_AGE] {
         let mut fresh = Breaker::new(Config::default(), 5 * SECOND).unwrap();
         let before = fresh.clone();
-        assert_eq!(fresh.import(&with_age(offset, 5 * SECOND), 0, 5 * SECOND), Ok(()));
+        assert_eq!(
+            fresh.import(&with_age(offset, 5 * SECOND), 0, 5 * SECOND),
+            Ok(())
+        );
         for age in [1 << 63, u64::MAX] {
             let mut b = before.clone();
             assert_eq!(
