@@ -152,3 +152,33 @@ fn a_permit_from_before_an_import_stays_stale_after_a_second_import() {
     fresh.import(&untouched, 0, 0).unwrap();
     assert_eq!(fresh.metrics(0).epoch, 0);
 }
+
+/// Hang detection works across the clock's wrap from `u64::MAX` to 0 (any origin works).
+/// Its ring numbered buckets by `instant / width`, which restarts at 0 on the wrap: the
+/// ring stopped advancing, starts piled into one bucket that never aged, and hung calls
+/// were never seen (or, for calls that straddled the wrap, counted twice). Found by the
+/// `snapshot` target (hung above in-flight).
+#[test]
+fn hang_detection_across_the_clock_wrap() {
+    let config = Config {
+        slow_call_duration: Some(100 * tripgate_core::MILLISECOND),
+        failure_threshold: 3,
+        min_calls: 3,
+        ..Config::default()
+    };
+    let start = u64::MAX - SECOND / 2;
+    let mut b = Breaker::new(config, start).unwrap();
+    let after_wrap = start.wrapping_add(SECOND);
+    let hung: Vec<_> = (0..3)
+        .map(|_| b.acquire(after_wrap).decision.unwrap())
+        .collect();
+    let later = after_wrap + 200 * tripgate_core::MILLISECOND;
+    assert_eq!(b.metrics(later).hung, 3);
+    let admission = b.acquire(later);
+    assert!(admission.decision.is_err());
+    assert_eq!(
+        admission.transitions.last().map(|t| t.reason),
+        Some(tripgate_core::Reason::HungCalls)
+    );
+    drop(hung);
+}
