@@ -134,11 +134,13 @@ struct PermitResource {
 }
 
 impl PermitResource {
-    /// Releases the permit as `cancelled` on the breaker that issued it, at `now` (the core
-    /// clamps a `now` below the largest instant it has seen, so 0 means "then").
-    fn cancel(&self, now: u64) {
+    /// Releases the permit as `cancelled` on the breaker that issued it, at `now`, or at
+    /// that breaker's latest instant when there is none. (Not at 0: above 2⁶³, 0 is an
+    /// instant ahead of the latest, and the breaker's clock would jump there.)
+    fn cancel(&self, now: Option<u64>) {
         if let Some(permit) = self.permit.take() {
             if let Ok(mut breaker) = self.owner.try_borrow_mut() {
+                let now = now.unwrap_or_else(|| breaker.latest());
                 let _ = breaker.record(permit, Outcome::Cancelled, now);
             }
         }
@@ -148,7 +150,7 @@ impl PermitResource {
 impl Drop for PermitResource {
     fn drop(&mut self) {
         // A destructor has no `now`: the breaker's latest instant stands in.
-        self.cancel(0);
+        self.cancel(None);
     }
 }
 
@@ -224,7 +226,7 @@ impl wit::GuestBreaker for BreakerResource {
         let outcome = match core_outcome(outcome) {
             Ok(outcome) => outcome,
             Err(error) => {
-                held.cancel(now);
+                held.cancel(Some(now));
                 return Err(error);
             }
         };
