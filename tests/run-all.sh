@@ -32,11 +32,14 @@ cargo build -p tripgate-component --target wasm32-wasip2 --profile wasm
 # dev-dependencies (proptest, the peer breakers) would otherwise change the features of
 # crates wasmtime depends on, and wasmtime would be compiled a second time instead of
 # reusing the demo's build (`cargo run --release -p host-demo`).
-step "Rust: the core (spec, model, no-heap, doctests) and the vectors on the native core"
-cargo test --release -p tripgate-core -p tripgate-vectors
+step "Rust: the core (spec, no-heap, doctests), the vectors on the native core, the model proptests and the fuzz corpus replay"
+cargo test --release -p tripgate-core -p tripgate-vectors -p tripgate-fuzz
 
-step "Rust: the component in wasmtime (tripgate-wasmtime) and the demo"
-cargo test --release -p tripgate-wasmtime -p host-demo --features tripgate-wasmtime/tokio
+# tripgate-fuzz-component (the component target's corpus replay) joins this invocation:
+# its dependencies resolve with exactly the features the demo's do (`cargo tree -e
+# features` shows the same set with and without it), so wasmtime is still built once.
+step "Rust: the component in wasmtime (tripgate-wasmtime), the demo and the component fuzz corpus replay"
+cargo test --release -p tripgate-wasmtime -p host-demo -p tripgate-fuzz-component --features tripgate-wasmtime/tokio
 
 step "JS: wasm-bindgen package and the component under jco, on Node 20 and Node 24"
 bash js/scripts/test.sh

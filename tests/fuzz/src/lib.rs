@@ -383,3 +383,44 @@ pub fn model(data: &[u8]) {
         panic!("{divergence}\nconfig {config:?}\nstart {start}\nops {ops:?}");
     }
 }
+
+/// Runs every file of the committed corpus `tests/fuzz/corpus/<target>/` through `body`
+/// and fails naming each input that panics: the replay that `cargo test` runs on the
+/// stable toolchain (`tests/replay.rs`, and the component crate's).
+pub fn replay(target: &str, body: fn(&[u8])) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus")
+        .join(target);
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|entry| entry.expect("a corpus entry").path())
+        .filter(|path| path.is_file())
+        .collect();
+    files.sort();
+    // An empty or missing corpus would make the replay pass without testing anything.
+    assert!(
+        files.len() >= 20,
+        "{}: only {} inputs",
+        dir.display(),
+        files.len()
+    );
+    let started = std::time::Instant::now();
+    let failed: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            let data = std::fs::read(path).expect("a readable corpus file");
+            std::panic::catch_unwind(|| body(&data))
+                .err()
+                .map(|_| path.display().to_string())
+        })
+        .collect();
+    println!(
+        "{target}: {} inputs replayed in {:.2?}",
+        files.len(),
+        started.elapsed()
+    );
+    assert!(
+        failed.is_empty(),
+        "{target}: these inputs fail: {failed:#?}"
+    );
+}

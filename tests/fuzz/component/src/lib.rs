@@ -33,11 +33,21 @@ const MAX_STEPS: usize = 160;
 struct Limits;
 
 impl ResourceLimiter for Limits {
-    fn memory_growing(&mut self, _: usize, desired: usize, _: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _: usize,
+        desired: usize,
+        _: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= MEMORY_LIMIT)
     }
 
-    fn table_growing(&mut self, _: usize, desired: usize, _: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _: usize,
+        desired: usize,
+        _: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= 1 << 16)
     }
 }
@@ -50,7 +60,10 @@ fn compiled() -> &'static (Engine, bindings::TripgatePre<Limits>) {
         let component = Component::new(&engine, COMPONENT).expect("the embedded component");
         let linker = Linker::<Limits>::new(&engine);
         let pre = linker.instantiate_pre(&component).expect("no imports");
-        (engine.clone(), bindings::TripgatePre::new(pre).expect("the tripgate world"))
+        (
+            engine.clone(),
+            bindings::TripgatePre::new(pre).expect("the tripgate world"),
+        )
     })
 }
 
@@ -91,7 +104,11 @@ fn transitions(got: &[wit::Transition], want: &core_api::Transitions, what: &str
 
 fn rejection(got: &wit::Rejection, want: &core_api::Rejection, what: &str) {
     assert_eq!(
-        (core_state(got.state).code(), got.reason as u8, got.retry_after),
+        (
+            core_state(got.state).code(),
+            got.reason as u8,
+            got.retry_after
+        ),
         (want.state.code(), want.reason.code(), want.retry_after),
         "{what}: rejection"
     );
@@ -107,7 +124,9 @@ fn recorded(got: &wit::Recorded, want: &core_api::Recorded, what: &str) {
 }
 
 /// The WIT outcome, possibly invalid, and the core's (or the error the WIT promises).
-fn outcome(u: &mut Unstructured<'_>) -> Result<(wit::Outcome, Result<core_api::Outcome, wit::RecordError>)> {
+fn outcome(
+    u: &mut Unstructured<'_>,
+) -> Result<(wit::Outcome, Result<core_api::Outcome, wit::RecordError>)> {
     use wit::Outcome as W;
     let status = |code: u16| {
         core_api::Outcome::status(code).map_err(|_| wit::RecordError::InvalidStatus(code))
@@ -147,7 +166,9 @@ fn outcome(u: &mut Unstructured<'_>) -> Result<(wit::Outcome, Result<core_api::O
 
 /// A WIT config, and what the core makes of it: absent fields take the defaults, and a
 /// code list with a code out of range is refused naming that list, before any other rule.
-fn config(u: &mut Unstructured<'_>) -> Result<(wit::Config, Result<core_api::Config, core_api::ConfigError>)> {
+fn config(
+    u: &mut Unstructured<'_>,
+) -> Result<(wit::Config, Result<core_api::Config, core_api::ConfigError>)> {
     let c = input::config(u)?;
     let d = core_api::Config::default();
     // Each field is sent, or left out when it has its default (the component fills it).
@@ -305,7 +326,9 @@ impl Fuzz {
     }
 
     fn acquire(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
-        let Some((i, handle)) = self.pick(u)? else { return Ok(()) };
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
         if self.permits.len() >= MAX_PERMITS {
             return Ok(());
         }
@@ -327,10 +350,15 @@ impl Fuzz {
     }
 
     fn acquire_raw(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
-        let Some((i, handle)) = self.pick(u)? else { return Ok(()) };
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
         let now = self.reading(u, i)?;
         let api = self.api.tripgate_breaker_circuit_breaker().breaker();
-        let got = ok(api.call_acquire_raw(&mut self.store, handle, now), "acquire-raw");
+        let got = ok(
+            api.call_acquire_raw(&mut self.store, handle, now),
+            "acquire-raw",
+        );
         let want = self.breakers[i].native.acquire(now);
         transitions(&got.transitions, &want.transitions, "acquire-raw");
         match (got.decision, want.decision) {
@@ -362,7 +390,9 @@ impl Fuzz {
         if self.permits.is_empty() {
             return Ok(());
         }
-        let held = self.permits.swap_remove(u.choose_index(self.permits.len())?);
+        let held = self
+            .permits
+            .swap_remove(u.choose_index(self.permits.len())?);
         let target = if u.ratio(7, 8)? {
             Some((held.owner, self.breakers[held.owner].handle))
         } else {
@@ -381,7 +411,11 @@ impl Fuzz {
             "record-outcome",
         );
         if i != held.owner {
-            assert_eq!(got, Err(wit::RecordError::ForeignPermit), "a foreign permit");
+            assert_eq!(
+                got,
+                Err(wit::RecordError::ForeignPermit),
+                "a foreign permit"
+            );
             self.cancel(held.owner, held.native, None);
             return Ok(());
         }
@@ -403,7 +437,9 @@ impl Fuzz {
     /// A raw permit: one issued (to this breaker or another, maybe recorded before) or a
     /// forged ticket.
     fn record_raw(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
-        let Some((i, handle)) = self.pick(u)? else { return Ok(()) };
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
         let raw = if !self.raws.is_empty() && u.ratio(3, 4)? {
             let k = u.choose_index(self.raws.len())?;
             if u.ratio(3, 4)? {
@@ -443,7 +479,9 @@ impl Fuzz {
     }
 
     fn read(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
-        let Some((i, handle)) = self.pick(u)? else { return Ok(()) };
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
         let now = self.reading(u, i)?;
         let api = self.api.tripgate_breaker_circuit_breaker().breaker();
         let state = ok(api.call_state(&mut self.store, handle, now), "state");
@@ -455,26 +493,45 @@ impl Fuzz {
     }
 
     fn manual(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
-        let Some((i, handle)) = self.pick(u)? else { return Ok(()) };
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
         let now = self.reading(u, i)?;
         let api = self.api.tripgate_breaker_circuit_breaker().breaker();
         let native = &mut self.breakers[i].native;
         let (got, want) = match u.int_in_range(0..=3)? {
-            0 => (api.call_isolate(&mut self.store, handle, now), native.isolate(now)),
-            1 => (api.call_release(&mut self.store, handle, now), native.release(now)),
-            2 => (api.call_disable(&mut self.store, handle, now), native.disable(now)),
-            _ => (api.call_reset(&mut self.store, handle, now), native.reset(now)),
+            0 => (
+                api.call_isolate(&mut self.store, handle, now),
+                native.isolate(now),
+            ),
+            1 => (
+                api.call_release(&mut self.store, handle, now),
+                native.release(now),
+            ),
+            2 => (
+                api.call_disable(&mut self.store, handle, now),
+                native.disable(now),
+            ),
+            _ => (
+                api.call_reset(&mut self.store, handle, now),
+                native.reset(now),
+            ),
         };
         transitions(&ok(got, "manual"), &want, "manual");
         Ok(())
     }
 
     fn export(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
-        let Some((i, handle)) = self.pick(u)? else { return Ok(()) };
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
         let now = self.reading(u, i)?;
         let api = self.api.tripgate_breaker_circuit_breaker().breaker();
-        let got = ok(api.call_export_state(&mut self.store, handle, now), "export-state")
-            .unwrap_or_else(|e| panic!("export-state failed: {e:?}"));
+        let got = ok(
+            api.call_export_state(&mut self.store, handle, now),
+            "export-state",
+        )
+        .unwrap_or_else(|e| panic!("export-state failed: {e:?}"));
         let mut buf = [0u8; core_api::MAX_EXPORT_LEN];
         let len = self.breakers[i].native.export(now, &mut buf).expect("fits");
         assert_eq!(got, buf[..len], "exported bytes");
@@ -485,7 +542,9 @@ impl Fuzz {
     }
 
     fn import(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
-        let Some((i, handle)) = self.pick(u)? else { return Ok(()) };
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
         let now = self.reading(u, i)?;
         let source = if self.snapshots.is_empty() {
             let mut buf = [0u8; core_api::MAX_EXPORT_LEN];
@@ -516,13 +575,18 @@ impl Fuzz {
     /// The host drops a permit without an outcome: the guest records `cancelled` at the
     /// breaker's latest instant.
     fn drop_held(&mut self, held: Held) {
-        ok(held.resource.resource_drop(&mut self.store), "dropping a permit");
+        ok(
+            held.resource.resource_drop(&mut self.store),
+            "dropping a permit",
+        );
         self.cancel(held.owner, held.native, None);
     }
 
     fn drop_permit(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
         if !self.permits.is_empty() {
-            let held = self.permits.swap_remove(u.choose_index(self.permits.len())?);
+            let held = self
+                .permits
+                .swap_remove(u.choose_index(self.permits.len())?);
             self.drop_held(held);
         }
         Ok(())
@@ -534,7 +598,10 @@ impl Fuzz {
         }
         let held = &self.permits[u.choose_index(self.permits.len())?];
         let api = self.api.tripgate_breaker_circuit_breaker().permit();
-        let probe = ok(api.call_is_probe(&mut self.store, held.resource), "is-probe");
+        let probe = ok(
+            api.call_is_probe(&mut self.store, held.resource),
+            "is-probe",
+        );
         let epoch = ok(api.call_epoch(&mut self.store, held.resource), "epoch");
         let started = ok(api.call_started(&mut self.store, held.resource), "started");
         let native = held.native.into_permit().expect("issued");
@@ -557,7 +624,9 @@ impl Fuzz {
     /// Drops everything left, in an order the input picks.
     fn finish(&mut self, u: &mut Unstructured<'_>) {
         while !self.permits.is_empty() || self.breakers.iter().any(|b| b.handle.is_some()) {
-            let permit_first = !self.permits.is_empty() && u.arbitrary().unwrap_or(true);
+            let live_breaker = self.breakers.iter().any(|b| b.handle.is_some());
+            let permit_first =
+                !self.permits.is_empty() && (!live_breaker || u.arbitrary().unwrap_or(true));
             if permit_first {
                 let k = u.choose_index(self.permits.len()).unwrap_or(0);
                 let held = self.permits.swap_remove(k);
