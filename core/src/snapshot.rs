@@ -165,7 +165,7 @@ fn age(now: Nanos, instant: Nanos) -> Nanos {
 
 /// An age plus the time in transit, bounded the same way (an absurd `elapsed` means
 /// "long ago", never an instant after the import).
-pub(crate) fn age_plus(age: Nanos, elapsed: Nanos) -> Nanos {
+fn age_plus(age: Nanos, elapsed: Nanos) -> Nanos {
     age.saturating_add(elapsed).min(HALF_CIRCLE - 1)
 }
 

@@ -230,7 +230,7 @@ impl TimeWindow {
             // An exported window always has its anchor inside the newest bucket.
             return Err(Invalid::Corrupt("window anchor"));
         }
-        window.anchor = now.wrapping_sub(crate::snapshot::age_plus(anchor_age, elapsed));
+        window.anchor = now.wrapping_sub(anchor_age.saturating_add(elapsed));
         let mut index = 0u8;
         for _ in 0..len {
             let bucket = Tally {

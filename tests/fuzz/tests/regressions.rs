@@ -182,3 +182,22 @@ fn hang_detection_across_the_clock_wrap() {
     );
     drop(hung);
 }
+
+/// The window's anchor keeps its exact age through an import: a bucket may be wider than
+/// half the circle (a window of `u64::MAX` ns in one bucket), and bounding that age like
+/// the others broke the exact round trip. Found by the `config` target.
+#[test]
+fn a_window_wider_than_half_the_circle_round_trips() {
+    let config = Config {
+        window: u64::MAX,
+        buckets: 1,
+        ..Config::default()
+    };
+    let mut b = Breaker::new(config, 0).unwrap();
+    let _ = b.acquire(1 << 62);
+    let now = (1 << 63) + 5;
+    let bytes = export(&b, now);
+    let mut fresh = Breaker::new(config, now).unwrap();
+    fresh.import(&bytes, 0, now).unwrap();
+    assert_eq!(export(&fresh, now), bytes);
+}
