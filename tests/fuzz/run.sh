@@ -65,8 +65,11 @@ case "$mode" in
     # With -jobs, libFuzzer writes its log to fuzz-0.log in the current folder.
     logs="$TARGET_DIR/logs/$target"
     mkdir -p "$logs"
-    (cd "$logs" && fuzz run "$target" "$work" -- -jobs=1 -workers=1 \
-      -max_total_time="$seconds" -print_final_stats=1 -max_len=4096) || status=$?
+    # KEEP_GOING=1: one forked job that records each crash and carries on, so a run
+    # lasts its full time and reports every distinct failure.
+    if [ "${KEEP_GOING:-0}" = 1 ]; then mode_args=(-fork=1 -ignore_crashes=1); else mode_args=(-jobs=1 -workers=1); fi
+    (cd "$logs" && fuzz run "$target" "$work" -- "${mode_args[@]}" \
+      -max_total_time="$seconds" -print_final_stats=1 -max_len=4096 >"$logs/fuzz-0.log" 2>&1) || status=$?
     grep -E '^stat::|panicked|SUMMARY' "$logs/fuzz-0.log" || true
     echo "log: $logs/fuzz-0.log; corpus: $(ls "$work" | wc -l) inputs in $work"
     exit "${status:-0}"
