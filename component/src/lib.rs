@@ -158,11 +158,13 @@ struct PermitResource {
 }
 
 impl PermitResource {
-    /// Releases the permit as `cancelled` on the breaker that issued it, at `now` (the core
-    /// clamps a `now` below the largest instant it has seen, so 0 means "then").
-    fn cancel(&self, now: u64) {
+    /// Releases the permit as `cancelled` on the breaker that issued it, at `now`, or at
+    /// that breaker's latest instant when there is none. (Not at 0: above 2⁶³, 0 is an
+    /// instant ahead of the latest, and the breaker's clock would jump there.)
+    fn cancel(&self, now: Option<u64>) {
         if let Some(permit) = self.permit.take() {
             if let Ok(mut breaker) = self.owner.core.try_borrow_mut() {
+                let now = now.unwrap_or_else(|| breaker.latest());
                 let recorded = breaker.record(permit, Outcome::Cancelled, now);
                 self.owner.note(recorded.transitions);
             }
@@ -173,7 +175,7 @@ impl PermitResource {
 impl Drop for PermitResource {
     fn drop(&mut self) {
         // A destructor has no `now`: the breaker's latest instant stands in.
-        self.cancel(0);
+        self.cancel(None);
     }
 }
 
@@ -247,7 +249,7 @@ impl BreakerResource {
         let outcome = match core_outcome(outcome) {
             Ok(outcome) => outcome,
             Err(error) => {
-                held.cancel(now);
+                held.cancel(Some(now));
                 return Err(error);
             }
         };

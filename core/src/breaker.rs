@@ -425,7 +425,15 @@ impl Breaker {
             window: self.window.tally_at(now),
             in_flight: self.in_flight.count(),
             hung: self.in_flight.hung_at(now),
-            probes_out: self.probes.out(now, self.config.probe_timeout),
+            probes_out: if probe_timeouts > 0 {
+                // The projected timeout retired the round, as `settle` will: its probes
+                // linger, and the one that timed out is out no more.
+                let mut retired = self.probes.clone();
+                retired.retire();
+                retired.out(now, self.config.probe_timeout)
+            } else {
+                self.probes.out(now, self.config.probe_timeout)
+            },
             admitted_total: self.stats.admitted,
             rejected_total: self.stats.rejected,
             successes_total: self.stats.successes,

@@ -32,7 +32,7 @@ use crate::phase::Phase;
 use crate::probes::Probes;
 use crate::state::State;
 use crate::table::table;
-use crate::time::{since, Nanos};
+use crate::time::{since, Nanos, HALF_CIRCLE};
 use crate::transition::{Reason, Transition};
 use crate::window::Window;
 use crate::words::Words;
@@ -183,6 +183,19 @@ fn shape(window: &Window, out: &mut Writer<'_>) {
     }
 }
 
+/// Time from `instant` to `now` as the bytes store it. A span of half the circle (292
+/// years) or more cannot be told from an instant after `now`, so it is stored as the
+/// longest span there is: long enough for every cooldown and window, and importable.
+fn age(now: Nanos, instant: Nanos) -> Nanos {
+    since(now, instant).min(HALF_CIRCLE - 1)
+}
+
+/// An age plus the time in transit, bounded the same way (an absurd `elapsed` means
+/// "long ago", never an instant after the import).
+fn age_plus(age: Nanos, elapsed: Nanos) -> Nanos {
+    age.saturating_add(elapsed).min(HALF_CIRCLE - 1)
+}
+
 impl Breaker {
     /// Writes the state as of `now` into `out`; returns the bytes written. A buffer of
     /// [`MAX_EXPORT_LEN`] bytes always suffices.
@@ -253,7 +266,7 @@ impl Breaker {
         shape(&self.window, &mut w);
         w.u8(phase.state.code());
         w.u64(phase.epoch);
-        w.u64(since(now, phase.entered_at));
+        w.u64(age(now, phase.entered_at));
         w.u64(phase.open_for);
         w.u64(phase.cooldown);
         w.u64(phase.rng);
@@ -273,7 +286,7 @@ impl Breaker {
                 w.u8(t.from.code());
                 w.u8(t.to.code());
                 w.u8(t.reason.code());
-                w.u64(since(now, t.at));
+                w.u64(age(now, t.at));
                 w.u64(t.epoch);
             }
             None => w.u8(0),
@@ -284,9 +297,10 @@ impl Breaker {
 
     /// Replaces the state with one exported `elapsed` nanoseconds ago (by the exporter's
     /// reckoning), as of `now`. On error nothing changes. A breaker that has issued
-    /// permits starts an epoch past both its own and the imported one, so none of those
-    /// permits can count against the imported state; a fresh breaker takes the state
-    /// exactly. Epochs above [`MAX_IMPORT_EPOCH`] are refused.
+    /// permits or left epoch 0 starts an epoch past both its own and the imported one, so
+    /// none of its permits can count against the imported state, through any number of
+    /// imports; a fresh breaker takes the state exactly. Epochs above [`MAX_IMPORT_EPOCH`] are refused, and so are ages of 2⁶³ ns
+    /// or more (instants after the export).
     pub fn import(
         &mut self,
         bytes: &[u8],
@@ -312,8 +326,15 @@ impl Breaker {
             return Err(SnapshotError::WindowShape);
         }
 
-        // Instants are rebuilt as `now - (age + elapsed)` on our clock.
-        let at_age = |age: Nanos| now.wrapping_sub(age.saturating_add(elapsed));
+        // Instants are rebuilt as `now - (age + elapsed)` on our clock. An age of half the
+        // circle or more would be an instant after the export: no exporter writes one
+        // (see `age`).
+        let at_age = |age: Nanos| {
+            if age >= HALF_CIRCLE {
+                return Err(SnapshotError::Corrupt("age"));
+            }
+            Ok(now.wrapping_sub(age_plus(age, elapsed)))
+        };
         let state = decode(State::from_code, r.u8()?, "state")?;
         let epoch = r.u64()?;
         if epoch > MAX_IMPORT_EPOCH {
@@ -322,7 +343,7 @@ impl Breaker {
         let mut phase = Phase {
             state,
             epoch,
-            entered_at: at_age(r.u64()?),
+            entered_at: at_age(r.u64()?)?,
             open_for: r.u64()?,
             cooldown: r.u64()?,
             rng: r.u64()?,
@@ -358,7 +379,7 @@ impl Breaker {
                 from: decode(State::from_code, r.u8()?, "last transition")?,
                 to: decode(State::from_code, r.u8()?, "last transition")?,
                 reason: decode(Reason::from_code, r.u8()?, "last transition")?,
-                at: at_age(r.u64()?),
+                at: at_age(r.u64()?)?,
                 epoch: r.u64()?,
             }),
             _ => return Err(SnapshotError::Corrupt("last transition")),
@@ -373,7 +394,10 @@ impl Breaker {
 
         let mut clock = self.clock;
         clock.observe(now);
-        if self.stats.admitted > 0 {
+        // Whether this breaker may have issued permits: it admitted calls, or it has left
+        // epoch 0 (by a transition, or by an earlier import, which also replaced the
+        // `admitted` counter).
+        if self.stats.admitted > 0 || self.phase.epoch > 0 {
             // Permits this breaker issued must not count against the imported state:
             // start an epoch past both, so every one of them is stale.
             phase.epoch = phase.epoch.max(self.phase.epoch).saturating_add(1);
