@@ -292,11 +292,16 @@ impl Instance {
             api.call_create(store, wit_config, now)?
         };
         let resource = created.map_err(ConfigError::from)?;
+        // The durations a fleet adapter needs (the lease's length, the votes' window),
+        // resolved as the component resolves them: unset fields take the core's defaults.
+        let defaults = Config::default();
         Ok(Breaker {
             shared: Arc::new(BreakerShared {
                 instance: Arc::clone(&self.shared),
                 resource,
                 listener: RwLock::new(None),
+                cooldown: wit_config.cooldown.unwrap_or(defaults.cooldown),
+                probe_timeout: wit_config.probe_timeout.unwrap_or(defaults.probe_timeout),
             }),
         })
     }
@@ -314,6 +319,8 @@ struct BreakerShared {
     instance: Arc<InstanceShared>,
     resource: ResourceAny,
     listener: RwLock<Option<Listener>>,
+    cooldown: u64,
+    probe_timeout: u64,
 }
 
 impl BreakerShared {
@@ -673,6 +680,16 @@ impl Breaker {
             kind: core_case(AnnouncementKind::from_code, a.kind as u8),
             remaining: a.remaining,
         }))
+    }
+
+    /// The configured `cooldown` (before backoff), in ns: a fleet's votes count within one.
+    pub fn cooldown(&self) -> u64 {
+        self.shared.cooldown
+    }
+
+    /// The configured `probe-timeout`, in ns: the length of a fleet's probe lease.
+    pub fn probe_timeout(&self) -> u64 {
+        self.shared.probe_timeout
     }
 
     /// Fleet mode: the breaker's fleet state now.
