@@ -1,6 +1,7 @@
 //! The background task: connect, resync, then follow the fleet and tell it what this
 //! member's breaker announces; on any store failure, degrade and reconnect with backoff.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,10 @@ pub(crate) struct Task<M> {
     pub(crate) poll_interval: Duration,
     pub(crate) max_backoff: Duration,
     pub(crate) shared: Arc<Shared>,
+    /// The last fleet event this member applied was an open: a failed probe round is
+    /// then the fleet's and re-opens it; otherwise the opening was this member's own,
+    /// below quorum, and it only votes again.
+    pub(crate) fleet_open: AtomicBool,
 }
 
 /// A breaker error ends the task: the breaker is gone or broken, nothing to follow.
@@ -132,7 +137,11 @@ impl<M: Member> Task<M> {
         };
         match self.member.apply(event).map_err(|_| MemberGone)? {
             FleetApplied::Stale => self.shared.stale(),
-            FleetApplied::Applied | FleetApplied::Held => self.shared.applied(),
+            FleetApplied::Applied | FleetApplied::Held => {
+                self.fleet_open
+                    .store(message.kind == FleetEventKind::Open, Ordering::Relaxed);
+                self.shared.applied();
+            }
             FleetApplied::NotInFleet => {}
         }
         Ok(())
@@ -184,14 +193,20 @@ impl<M: Member> Task<M> {
         if let Some(announcement) = self.member.take_announcement().map_err(|_| MemberGone)? {
             match announcement.kind {
                 AnnouncementKind::Tripped => self.tripped(session).await?,
-                AnnouncementKind::Reopened | AnnouncementKind::Closed => {
+                round_end => {
                     lease.renewed = None;
                     session.release_lease(self.shared.member_id).await?;
                     self.member.store(true, None).map_err(|_| MemberGone)?;
-                    if announcement.kind == AnnouncementKind::Closed {
-                        self.publish(session, FleetEventKind::Close, 0).await?;
-                    } else {
-                        self.publish_open(session).await?;
+                    let fleet_open = self.fleet_open.load(Ordering::Relaxed);
+                    match (round_end, fleet_open) {
+                        (AnnouncementKind::Closed, true) => {
+                            self.publish(session, FleetEventKind::Close, 0).await?;
+                        }
+                        (_, true) => self.publish_open(session).await?,
+                        // A round after this member's own opening, below quorum: a
+                        // failure is a fresh vote, a success its own business.
+                        (AnnouncementKind::Reopened, false) => self.tripped(session).await?,
+                        (_, false) => {}
                     }
                 }
             }

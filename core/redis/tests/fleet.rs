@@ -276,6 +276,25 @@ async fn quorum_of_two_keeps_one_broken_path_local() {
         assert_eq!(m.breaker.state(), State::Closed);
         m.breaker.acquire().unwrap().record(Outcome::Success);
     }
+    // A's own probe round fails: a fresh vote, not a fleet open.
+    a.clock.advance(COOLDOWN);
+    eventually("A holds the lease", || a.breaker.fleet_status().lease_held).await;
+    let probe = a.breaker.acquire().unwrap();
+    assert!(probe.is_probe());
+    probe.record(Outcome::Failure);
+    assert_eq!(a.breaker.state(), State::Open);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let lease: Option<String> = conn.get("tripgate:{t6}:lease").await.unwrap();
+        if lease.is_none() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "A never gave its lease back");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let gen: Option<u64> = conn.get("tripgate:{t6}:gen").await.unwrap();
+    assert_eq!(gen, None, "a failed round below quorum publishes nothing");
+    assert_eq!(b.breaker.state(), State::Closed);
     // A second member trips: quorum, and the fleet opens (C included).
     fail(&b, 3);
     eventually("C opened at quorum", || c.breaker.state() == State::Open).await;

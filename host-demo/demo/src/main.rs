@@ -11,6 +11,7 @@
 //! measurements ([`stats`]) and draws the timelines ([`svg`]).
 
 mod caller;
+mod fleet;
 mod http;
 mod loadgen;
 mod options;
@@ -102,7 +103,24 @@ fn breaker_config(o: &Options, setup: &Setup) -> Config {
 }
 
 fn main() -> ExitCode {
-    let options = match options::parse(std::env::args().skip(1)) {
+    // `fleet` is the fleet demo, `fleet-member` one of its member processes; anything
+    // else is the brownout demo's options.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let sub = match args.first().map(String::as_str) {
+        Some("fleet") => Some(fleet::run as fn(&[String]) -> Result<()>),
+        Some("fleet-member") => Some(fleet::member::run as fn(&[String]) -> Result<()>),
+        _ => None,
+    };
+    if let Some(sub) = sub {
+        return match sub(args.get(1..).unwrap_or_default()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let options = match options::parse(args) {
         Ok(Parsed::Run(options)) => options,
         Ok(Parsed::Help) => {
             print!("{}", options::USAGE);

@@ -1,0 +1,375 @@
+//! The fleet demo: `cargo run --release -p host-demo -- fleet`.
+//!
+//! A real `redis-server` on 127.0.0.1, an upstream on loopback that fails and recovers
+//! twice ([`upstream`]), and N member processes ([`member`], plus Node members when
+//! `node` and js/examples/fleet-member.mjs are there) that call it through their
+//! breakers. The script runs with fleet mode off, then on (Redis killed in the middle
+//! and restarted empty), then a short run with Q = 2 and one member whose path alone is
+//! broken. The table of FLEET.md's "How it is measured" comes from the run's own
+//! counts ([`report`]), and a timeline is drawn as SVG.
+
+pub mod member;
+mod report;
+mod upstream;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use tripgate_redis::server::RedisServer;
+
+use upstream::{Phase, Upstream};
+
+/// Microseconds since the Unix epoch: one clock every process on this host shares, so
+/// members' lines and the upstream's log line up.
+pub fn unix_us() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Members, probes per member (K), cooldown.
+const MEMBERS: usize = 8;
+const PROBES: u8 = 2;
+const COOLDOWN_MS: u64 = 1_500;
+const KEY: &str = "fleet demo shared key, 32 bytes!";
+
+/// The script, in ms after every member is ready.
+#[derive(Clone, Copy)]
+pub struct Marks {
+    pub fail: u64,
+    pub cold: u64,
+    pub healthy: u64,
+    pub kill: u64,
+    pub fail_again: u64,
+    pub restart: u64,
+    pub healthy_again: u64,
+    pub end: u64,
+}
+
+const SCRIPT: Marks = Marks {
+    fail: 800,
+    cold: 2_000,
+    healthy: 3_500,
+    kill: 3_800,
+    fail_again: 4_200,
+    restart: 5_200,
+    healthy_again: 5_600,
+    end: 7_500,
+};
+
+/// What one member said.
+#[derive(Clone, Debug, Default)]
+pub struct MemberLog {
+    pub label: String,
+    pub node: bool,
+    /// (unix µs, from, to, reason)
+    pub transitions: Vec<(u64, String, String, String)>,
+    /// (unix µs, up)
+    pub links: Vec<(u64, bool)>,
+    /// calls, rejected, waited, slowest µs, local decisions
+    pub stats: Option<[u64; 5]>,
+}
+
+/// One run's record.
+pub struct RunLog {
+    pub title: String,
+    pub start_us: u64,
+    pub marks: Marks,
+    pub members: Vec<MemberLog>,
+    pub seen: Vec<upstream::Seen>,
+    pub probes: Vec<(u64, i64)>,
+}
+
+struct Spawned {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    log: Arc<Mutex<MemberLog>>,
+    ready: Arc<Mutex<bool>>,
+}
+
+/// The Node member, if this checkout and machine can run one.
+fn node_member() -> Option<PathBuf> {
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../js/examples/fleet-member.mjs");
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    (node && script.is_file()).then(|| script.canonicalize().unwrap_or(script))
+}
+
+struct Plan<'a> {
+    redis: Option<&'a str>,
+    quorum: u8,
+    node: Option<&'a PathBuf>,
+}
+
+fn spawn(plan: &Plan, i: usize, upstream: &str, name: &str) -> Result<Spawned> {
+    let node = plan.node.filter(|_| i % 2 == 1);
+    let label = format!("{}{i}", if node.is_some() { "n" } else { "r" });
+    let args = [
+        ("--upstream", upstream.to_string()),
+        ("--redis", plan.redis.unwrap_or("off").to_string()),
+        ("--name", name.to_string()),
+        ("--key", KEY.to_string()),
+        ("--label", label.clone()),
+        ("--quorum", plan.quorum.to_string()),
+        ("--cooldown-ms", COOLDOWN_MS.to_string()),
+        ("--probes", PROBES.to_string()),
+        ("--successes", "2".into()),
+        ("--threshold", "10".into()),
+        ("--callers", PROBES.to_string()),
+        // Members see different traffic (10 to 115 ms between calls), as a real fleet's
+        // do: the busiest learns of an outage first.
+        ("--pause-ms", (10 + 15 * i).to_string()),
+    ];
+    let mut command = match node {
+        Some(script) => {
+            let mut c = Command::new("node");
+            c.arg(script);
+            c
+        }
+        None => {
+            let mut c = Command::new(std::env::current_exe()?);
+            c.arg("fleet-member");
+            c
+        }
+    };
+    for (flag, value) in &args {
+        command.arg(flag).arg(value);
+    }
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("starting member {label}"))?;
+    let stdout = child.stdout.take().context("member stdout")?;
+    let log = Arc::new(Mutex::new(MemberLog {
+        label,
+        node: node.is_some(),
+        ..MemberLog::default()
+    }));
+    let ready = Arc::new(Mutex::new(false));
+    let (l, r) = (Arc::clone(&log), Arc::clone(&ready));
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            read_line(&line, &l, &r);
+        }
+    });
+    Ok(Spawned {
+        stdin: child.stdin.take(),
+        child,
+        log,
+        ready,
+    })
+}
+
+fn read_line(line: &str, log: &Mutex<MemberLog>, ready: &Mutex<bool>) {
+    let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let num = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+    match f.first().copied() {
+        Some("ready") => *ready.lock().unwrap_or_else(|p| p.into_inner()) = true,
+        Some("transition") if f.len() == 5 => {
+            log.transitions
+                .push((num(1), f[2].to_string(), f[3].to_string(), f[4].to_string()));
+        }
+        Some("link") if f.len() == 3 => log.links.push((num(1), f[2] == "up")),
+        Some("stats") if f.len() == 6 => log.stats = Some([num(1), num(2), num(3), num(4), num(5)]),
+        _ => {}
+    }
+}
+
+fn progress(title: &str, start: Instant, what: &str) {
+    eprintln!(
+        "  [{title} {:>5.2} s] {what}",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+/// Runs the script once: members up, upstream phases at the marks, Redis killed and
+/// restarted (fleet on), members stopped, logs gathered.
+fn run_once(
+    title: &str,
+    plan: &Plan,
+    redis: &mut Option<RedisServer>,
+    marks: Marks,
+    broken: Option<usize>,
+) -> Result<RunLog> {
+    let upstream = Upstream::start()?;
+    let name: String = format!("demo-{title}")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let mut members = (0..MEMBERS)
+        .map(|i| spawn(plan, i, &upstream.addr, &name))
+        .collect::<Result<Vec<_>>>()?;
+    let waiting = Instant::now();
+    while !members
+        .iter()
+        .all(|m| *m.ready.lock().unwrap_or_else(|p| p.into_inner()))
+    {
+        for m in &mut members {
+            if let Ok(Some(status)) = m.child.try_wait() {
+                bail!("a member exited before it was ready ({status})");
+            }
+        }
+        if waiting.elapsed() > Duration::from_secs(20) {
+            bail!("members did not report ready within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let start = Instant::now();
+    let start_us = unix_us();
+    progress(title, start, &format!("{MEMBERS} members ready"));
+    if let Some(i) = broken {
+        let label = members[i]
+            .log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .label
+            .clone();
+        upstream.break_path(Some(label.clone()));
+        progress(
+            title,
+            start,
+            &format!("member {label}'s path is broken (only its calls fail)"),
+        );
+    }
+    let at = |ms: u64| {
+        let due = Duration::from_millis(ms);
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    };
+    if broken.is_none() {
+        at(marks.fail);
+        upstream.set(Phase::Failing);
+        progress(title, start, "upstream fails (503)");
+        at(marks.cold);
+        upstream.set(Phase::Cold);
+        progress(title, start, "upstream back, cold (150 ms a call)");
+        at(marks.healthy);
+        upstream.set(Phase::Healthy);
+        progress(title, start, "upstream healthy");
+        at(marks.kill);
+        if let Some(server) = redis.as_mut().filter(|_| plan.redis.is_some()) {
+            server.kill();
+            progress(title, start, "redis-server killed");
+        }
+        at(marks.fail_again);
+        upstream.set(Phase::Failing);
+        progress(title, start, "upstream fails again");
+        at(marks.restart);
+        if let Some(server) = redis.as_mut().filter(|_| plan.redis.is_some()) {
+            server.restart().map_err(|e| anyhow::anyhow!("{e}"))?;
+            progress(title, start, "redis-server restarted (empty)");
+        }
+        at(marks.healthy_again);
+        upstream.set(Phase::Healthy);
+        progress(title, start, "upstream healthy");
+    }
+    at(marks.end);
+    for m in &mut members {
+        m.stdin.take();
+    }
+    for m in &mut members {
+        let _ = m.child.wait();
+    }
+    // The readers finish with the processes' stdout.
+    std::thread::sleep(Duration::from_millis(50));
+    progress(title, start, "members stopped");
+    let (seen, probes) = upstream.take();
+    Ok(RunLog {
+        title: title.to_string(),
+        start_us,
+        marks,
+        members: members
+            .iter()
+            .map(|m| m.log.lock().unwrap_or_else(|p| p.into_inner()).clone())
+            .collect(),
+        seen,
+        probes,
+    })
+}
+
+pub fn run(args: &[String]) -> Result<()> {
+    let started = Instant::now();
+    let out = args
+        .iter()
+        .position(|a| a == "--out")
+        .and_then(|i| args.get(i + 1))
+        .map_or_else(|| PathBuf::from("target/fleet-demo.svg"), PathBuf::from);
+    let mut redis = match RedisServer::start(&[]) {
+        Ok(server) => Some(server),
+        Err(e) => bail!("the fleet demo needs a real Redis: {e}"),
+    };
+    let url = redis.as_ref().map(|r| r.url(None)).unwrap_or_default();
+    let node = node_member();
+    eprintln!(
+        "tripgate fleet demo: {MEMBERS} member processes ({}), K = {PROBES}, cooldown {COOLDOWN_MS} ms, redis-server on {url}",
+        match &node {
+            Some(_) => "Rust and Node alternating",
+            None => "Rust only: no node or no js/examples/fleet-member.mjs",
+        }
+    );
+    let off = run_once(
+        "off",
+        &Plan {
+            redis: None,
+            quorum: 1,
+            node: node.as_ref(),
+        },
+        &mut redis,
+        SCRIPT,
+        None,
+    )?;
+    let on = run_once(
+        "on",
+        &Plan {
+            redis: Some(&url),
+            quorum: 1,
+            node: node.as_ref(),
+        },
+        &mut redis,
+        SCRIPT,
+        None,
+    )?;
+    let short = Marks {
+        end: 2_500,
+        ..SCRIPT
+    };
+    let quorum = run_once(
+        "on Q=2",
+        &Plan {
+            redis: Some(&url),
+            quorum: 2,
+            node: node.as_ref(),
+        },
+        &mut redis,
+        short,
+        Some(0),
+    )?;
+    let table = report::Table::measure(&off, &on, &quorum);
+    print!("{}", table.render());
+    let svg = report::svg(&[&off, &on, &quorum]);
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&out, svg).with_context(|| format!("writing {}", out.display()))?;
+    let shown = out.canonicalize().unwrap_or(out);
+    println!("timeline picture: {}", shown.display());
+    println!("total wall time {:.1} s", started.elapsed().as_secs_f64());
+    let _ = std::io::stdout().flush();
+    let failures = table.failures();
+    if !failures.is_empty() {
+        bail!("fleet mode did not hold: {}", failures.join("; "));
+    }
+    Ok(())
+}

@@ -1,0 +1,366 @@
+//! FLEET.md's "How it is measured", from the runs' own logs, and the timeline picture.
+
+use std::fmt::Write as _;
+
+use super::{MemberLog, RunLog, MEMBERS, PROBES};
+
+/// One run's figures.
+#[derive(Clone, Debug, Default)]
+pub struct Figures {
+    pub failing_before_all_open: Option<usize>,
+    pub peak_probes: i64,
+    /// ms, sorted
+    pub open_delays: Vec<f64>,
+    pub close_delays: Vec<f64>,
+    pub calls: u64,
+    pub waited: u64,
+    pub slowest_us: u64,
+    pub local_members: usize,
+    /// ms from the restart to each member's link coming back, sorted
+    pub resync: Vec<f64>,
+}
+
+pub struct Table {
+    pub off: Figures,
+    pub on: Figures,
+    /// Members other than the broken one that left closed, and whether the broken one
+    /// opened (Q = 2 run).
+    pub quorum_others_opened: usize,
+    pub quorum_broken_opened: bool,
+    pub nodes: usize,
+}
+
+fn abs_us(run: &RunLog, ms: u64) -> u64 {
+    run.start_us + ms * 1000
+}
+
+fn opened_at(m: &MemberLog, from_us: u64) -> Option<u64> {
+    m.transitions
+        .iter()
+        .find(|t| t.0 >= from_us && t.2 == "open")
+        .map(|t| t.0)
+}
+
+fn figures(run: &RunLog) -> Figures {
+    let (fail, cold, kill) = (
+        abs_us(run, run.marks.fail),
+        abs_us(run, run.marks.cold),
+        abs_us(run, run.marks.kill),
+    );
+    let (fail_again, restart) = (
+        abs_us(run, run.marks.fail_again),
+        abs_us(run, run.marks.restart),
+    );
+    let opens: Vec<Option<u64>> = run.members.iter().map(|m| opened_at(m, fail)).collect();
+    let failing_before_all_open = opens
+        .iter()
+        .copied()
+        .collect::<Option<Vec<u64>>>()
+        .and_then(|t| t.into_iter().max())
+        .map(|all_open| {
+            run.seen
+                .iter()
+                .filter(|s| s.status == 503 && s.at_us >= fail && s.at_us <= all_open)
+                .count()
+        });
+    let peak_probes = run
+        .probes
+        .iter()
+        .filter(|(t, _)| *t >= cold && *t < kill)
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or(0);
+    let in_window = |t: &&(u64, String, String, String), a: u64, b: u64| t.0 >= a && t.0 < b;
+    let all: Vec<&(u64, String, String, String)> = run
+        .members
+        .iter()
+        .flat_map(|m| m.transitions.iter())
+        .collect();
+    let first_trip = all
+        .iter()
+        .filter(|t| in_window(t, fail, cold) && t.2 == "open" && t.3 != "fleet-open")
+        .map(|t| t.0)
+        .min();
+    let mut open_delays: Vec<f64> = first_trip.map_or_else(Vec::new, |origin| {
+        all.iter()
+            .filter(|t| in_window(t, fail, cold) && t.3 == "fleet-open")
+            .map(|t| (t.0.saturating_sub(origin)) as f64 / 1000.0)
+            .collect()
+    });
+    let graduated = all
+        .iter()
+        .filter(|t| in_window(t, cold, kill) && t.3 == "probes-succeeded")
+        .map(|t| t.0)
+        .min();
+    let mut close_delays: Vec<f64> = graduated.map_or_else(Vec::new, |origin| {
+        all.iter()
+            .filter(|t| in_window(t, cold, kill) && t.3 == "fleet-close")
+            .map(|t| (t.0.saturating_sub(origin)) as f64 / 1000.0)
+            .collect()
+    });
+    open_delays.sort_by(f64::total_cmp);
+    close_delays.sort_by(f64::total_cmp);
+    let stats: Vec<[u64; 5]> = run.members.iter().filter_map(|m| m.stats).collect();
+    let local_members = run
+        .members
+        .iter()
+        .filter(|m| {
+            let tripped_alone = m.transitions.iter().any(|t| {
+                t.0 >= fail_again && t.0 < restart && t.2 == "open" && t.3 != "fleet-open"
+            });
+            tripped_alone && m.stats.is_some_and(|s| s[4] > 0)
+        })
+        .count();
+    let mut resync: Vec<f64> = run
+        .members
+        .iter()
+        .filter_map(|m| m.links.iter().find(|(t, up)| *up && *t >= restart))
+        .map(|(t, _)| (t - restart) as f64 / 1000.0)
+        .collect();
+    resync.sort_by(f64::total_cmp);
+    Figures {
+        failing_before_all_open,
+        peak_probes,
+        open_delays,
+        close_delays,
+        calls: stats.iter().map(|s| s[0]).sum(),
+        waited: stats.iter().map(|s| s[2]).sum(),
+        slowest_us: stats.iter().map(|s| s[3]).max().unwrap_or(0),
+        local_members,
+        resync,
+    }
+}
+
+fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    sorted.get(i).copied()
+}
+
+fn p50_p99(sorted: &[f64]) -> String {
+    match (quantile(sorted, 0.5), quantile(sorted, 0.99)) {
+        (Some(a), Some(b)) => format!("{a:.1} / {b:.1} ms (n={})", sorted.len()),
+        _ => "—".into(),
+    }
+}
+
+impl Table {
+    pub fn measure(off: &RunLog, on: &RunLog, quorum: &RunLog) -> Self {
+        let broken = quorum.members.first();
+        let fail = quorum.start_us;
+        Self {
+            off: figures(off),
+            on: figures(on),
+            quorum_others_opened: quorum
+                .members
+                .iter()
+                .skip(1)
+                .filter(|m| opened_at(m, fail).is_some())
+                .count(),
+            quorum_broken_opened: broken.is_some_and(|m| opened_at(m, fail).is_some()),
+            nodes: on.members.iter().filter(|m| m.node).count(),
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let n = MEMBERS;
+        let _ = writeln!(
+            s,
+            "\nfleet of {n} member processes ({} Rust, {} Node), K = {PROBES} probes each\n",
+            n - self.nodes,
+            self.nodes
+        );
+        let _ = writeln!(
+            s,
+            "{:<58} {:>22} {:>22}",
+            "", "fleet mode off", "fleet mode on"
+        );
+        let row = |s: &mut String, what: &str, off: String, on: String| {
+            let _ = writeln!(s, "{what:<58} {off:>22} {on:>22}");
+        };
+        let failing = |f: &Figures| {
+            f.failing_before_all_open
+                .map_or("not all opened".into(), |n| n.to_string())
+        };
+        row(
+            &mut s,
+            "failing calls at the upstream before every member was open",
+            failing(&self.off),
+            failing(&self.on),
+        );
+        row(
+            &mut s,
+            &format!(
+                "peak concurrent probes at the upstream (≤ {} / ≤ {PROBES})",
+                n * usize::from(PROBES)
+            ),
+            self.off.peak_probes.to_string(),
+            self.on.peak_probes.to_string(),
+        );
+        row(
+            &mut s,
+            "open propagation p50 / p99",
+            "—".into(),
+            p50_p99(&self.on.open_delays),
+        );
+        row(
+            &mut s,
+            "close propagation p50 / p99",
+            "—".into(),
+            p50_p99(&self.on.close_delays),
+        );
+        let _ = writeln!(
+            s,
+            "\nredis-server killed mid-run (fleet on), restarted empty 1.4 s later:"
+        );
+        let _ = writeln!(
+            s,
+            "  calls that waited on the store:      {} of {} (slowest decision {:.2} ms)",
+            self.on.waited,
+            self.on.calls,
+            self.on.slowest_us as f64 / 1000.0
+        );
+        let _ = writeln!(s, "  members that kept deciding locally:  {} of {n} (each tripped on its own while Redis was down)", self.on.local_members);
+        let _ = writeln!(
+            s,
+            "  time to resync after Redis returned: p50 {} / max {}",
+            quantile(&self.on.resync, 0.5).map_or("—".into(), |v| format!("{v:.0} ms")),
+            quantile(&self.on.resync, 1.0).map_or("—".into(), |v| format!("{v:.0} ms")),
+        );
+        let _ = writeln!(
+            s,
+            "\nQ = 2, one member's path broken (only its calls fail): the broken member {}, other members opened: {} of {}",
+            if self.quorum_broken_opened { "opened locally" } else { "did not open" },
+            self.quorum_others_opened,
+            n - 1
+        );
+        s
+    }
+
+    /// FLEET.md's bounds the run broke, if any.
+    pub fn failures(&self) -> Vec<String> {
+        let mut f = Vec::new();
+        if self.on.peak_probes > i64::from(PROBES) {
+            f.push(format!(
+                "{} probes at once with fleet mode on",
+                self.on.peak_probes
+            ));
+        }
+        if self.on.waited > 0 {
+            f.push(format!("{} calls waited on the store", self.on.waited));
+        }
+        if self.quorum_others_opened > 0 {
+            f.push(format!(
+                "{} healthy members opened below quorum",
+                self.quorum_others_opened
+            ));
+        }
+        if self.on.failing_before_all_open.is_none() {
+            f.push("not every member opened with fleet mode on".into());
+        }
+        if self.on.resync.len() < MEMBERS - self.nodes {
+            f.push(format!(
+                "only {} members resynced after the restart",
+                self.on.resync.len()
+            ));
+        }
+        f
+    }
+}
+
+const W: f64 = 1000.0;
+const LEFT: f64 = 60.0;
+const ROW: f64 = 14.0;
+
+fn colour(state: &str) -> &'static str {
+    match state {
+        "closed" => "#16a34a",
+        "open" => "#dc2626",
+        "half-open" => "#f59e0b",
+        _ => "#a1a1aa",
+    }
+}
+
+/// One panel per run: a strip per member coloured by its state, the script's marks as
+/// lines, and the upstream's failing calls as ticks under the strips.
+pub fn svg(runs: &[&RunLog]) -> String {
+    let panel = 40.0 + ROW * MEMBERS as f64 + 30.0;
+    let height = panel * runs.len() as f64 + 20.0;
+    let mut s = format!(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='{W}' height='{height}' font-family='sans-serif' font-size='11'>\n<rect width='100%' height='100%' fill='white'/>\n"
+    );
+    let span_ms = runs.iter().map(|r| r.marks.end).max().unwrap_or(1) as f64;
+    let x = |run: &RunLog, us: u64| {
+        LEFT + (us.saturating_sub(run.start_us) as f64 / 1000.0) / span_ms * (W - LEFT - 20.0)
+    };
+    for (p, run) in runs.iter().enumerate() {
+        let top = 20.0 + panel * p as f64;
+        let _ = writeln!(
+            s,
+            "<text x='{LEFT}' y='{}' font-weight='bold'>fleet mode {}</text>",
+            top + 12.0,
+            run.title
+        );
+        let end = run.start_us + run.marks.end * 1000;
+        for (i, m) in run.members.iter().enumerate() {
+            let y = top + 20.0 + ROW * i as f64;
+            let _ = writeln!(s, "<text x='4' y='{}'>{}</text>", y + 10.0, m.label);
+            let mut state = "closed".to_string();
+            let mut from = run.start_us;
+            let mut segments: Vec<(u64, u64, String)> = Vec::new();
+            for t in m.transitions.iter().filter(|t| t.0 >= run.start_us) {
+                segments.push((from, t.0, state.clone()));
+                state = t.2.clone();
+                from = t.0;
+            }
+            segments.push((from, end, state));
+            for (a, b, st) in segments {
+                let (xa, xb) = (x(run, a), x(run, b.min(end)));
+                let _ = writeln!(
+                    s,
+                    "<rect x='{xa:.1}' y='{y:.1}' width='{:.1}' height='{:.1}' fill='{}'/>",
+                    (xb - xa).max(0.5),
+                    ROW - 3.0,
+                    colour(&st)
+                );
+            }
+        }
+        let ticks_y = top + 22.0 + ROW * MEMBERS as f64;
+        for seen in run.seen.iter().filter(|s| s.status == 503) {
+            let _ = writeln!(
+                s,
+                "<rect x='{:.1}' y='{ticks_y:.1}' width='0.6' height='6' fill='#7f1d1d'/>",
+                x(run, seen.at_us)
+            );
+        }
+        let marks = [
+            (run.marks.fail, "fails"),
+            (run.marks.cold, "back (cold)"),
+            (run.marks.kill, "redis killed"),
+            (run.marks.fail_again, "fails"),
+            (run.marks.restart, "redis back"),
+            (run.marks.healthy_again, "healthy"),
+        ];
+        for (ms, what) in marks.iter().filter(|(ms, _)| *ms < run.marks.end) {
+            let mx = x(run, run.start_us + ms * 1000);
+            let _ = writeln!(
+                s,
+                "<line x1='{mx:.1}' x2='{mx:.1}' y1='{}' y2='{}' stroke='#334155' stroke-dasharray='3,3'/><text x='{:.1}' y='{}' fill='#334155'>{what}</text>",
+                top + 16.0,
+                ticks_y + 8.0,
+                mx + 2.0,
+                top + 12.0
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "<text x='{LEFT}' y='{}' fill='#52525b'>green closed, red open, amber half-open; dark ticks: 503s the upstream served</text>",
+        height - 4.0
+    );
+    s.push_str("</svg>\n");
+    s
+}
