@@ -128,11 +128,7 @@ pub fn join<M: Member + Clone>(member: M, options: Options) -> Result<Fleet, Joi
         return Err(JoinError::NotInFleet);
     }
     let runtime = tokio::runtime::Handle::try_current().map_err(|_| JoinError::NoRuntime)?;
-    // `validate` opened the URL already; this cannot fail on it, but stays an error.
-    let client = redis::Client::open(options.url.as_str()).map_err(|e| OptionError {
-        option: "url",
-        rule: format!("does not parse: {e}"),
-    })?;
+    let client = client(&options)?;
     let shared = Arc::new(Shared::new(options.member_id.unwrap_or_else(random_id)));
     // Until the first session, the breaker is on its own.
     member.store(false, None).map_err(JoinError::Member)?;
@@ -190,6 +186,29 @@ impl Drop for Fleet {
         (self.go_local)();
         self.shared.session_lost();
     }
+}
+
+/// The Redis client for `options` (validated already, so an error here is unexpected,
+/// but stays an error naming the option).
+fn client(options: &Options) -> Result<redis::Client, OptionError> {
+    let bad = |option, e: redis::RedisError| OptionError {
+        option,
+        rule: format!("does not work: {e}"),
+    };
+    #[cfg(feature = "tls")]
+    {
+        // rustls needs a process-wide crypto provider; another may be installed already.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        if let Some(pem) = &options.tls_root_cert {
+            let certificates = redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(pem.clone()),
+            };
+            return redis::Client::build_with_tls(options.url.as_str(), certificates)
+                .map_err(|e| bad("tls_root_cert", e));
+        }
+    }
+    redis::Client::open(options.url.as_str()).map_err(|e| bad("url", e))
 }
 
 /// A random member id: the OS-seeded keys of std's `RandomState`, mixed with the process

@@ -40,6 +40,9 @@ pub struct Options {
     pub max_backoff: Duration,
     /// This member's id (16 lowercase hex digits on the wire, not 0). Default: random.
     pub member_id: Option<u64>,
+    /// For `rediss://` (feature `tls`): the PEM certificate of the CA that signed the
+    /// server's, when it is not one the webpki roots trust (a private CA).
+    pub tls_root_cert: Option<Vec<u8>>,
 }
 
 impl fmt::Debug for Options {
@@ -54,6 +57,7 @@ impl fmt::Debug for Options {
             .field("poll_interval", &self.poll_interval)
             .field("max_backoff", &self.max_backoff)
             .field("member_id", &self.member_id.map(wire::member_hex))
+            .field("tls_root_cert", &self.tls_root_cert.as_ref().map(Vec::len))
             .finish()
     }
 }
@@ -70,7 +74,14 @@ impl Options {
             poll_interval: Duration::from_millis(2),
             max_backoff: Duration::from_secs(1),
             member_id: None,
+            tls_root_cert: None,
         }
+    }
+
+    /// With a private CA's PEM certificate for `rediss://`.
+    pub fn tls_root_cert(mut self, pem: impl AsRef<[u8]>) -> Self {
+        self.tls_root_cert = Some(pem.as_ref().to_vec());
+        self
     }
 
     /// With a shared HMAC key.
@@ -144,6 +155,9 @@ impl Options {
         }
         if !within(self.max_backoff, ms(10), Duration::from_secs(60)) {
             return fail("max_backoff", "must be between 10 ms and 60 s".into());
+        }
+        if self.tls_root_cert.is_some() && !self.url.starts_with("rediss://") {
+            return fail("tls_root_cert", "is only for rediss:// URLs".into());
         }
         if self.member_id == Some(0) {
             return fail("member_id", "must not be 0".into());

@@ -17,6 +17,8 @@ pub struct RedisServer {
     port: u16,
     extra: Vec<String>,
     binary: PathBuf,
+    /// Listening with TLS only (`--tls-port`): readiness is an accepted connection.
+    tls: bool,
 }
 
 /// The server could not be started.
@@ -42,7 +44,36 @@ impl RedisServer {
             port,
             extra: extra.iter().map(|s| s.to_string()).collect(),
             binary,
+            tls: false,
         };
+        server.restart()?;
+        Ok(server)
+    }
+
+    /// Starts a server that speaks TLS only, with this certificate and key (PEM files),
+    /// not asking clients for certificates: for `rediss://` URLs.
+    pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Result<Self, ServerError> {
+        let mut server = Self {
+            child: None,
+            port: 0,
+            extra: Vec::new(),
+            binary: find()?,
+            tls: true,
+        };
+        server.port = free_port()?;
+        let path = |p: &std::path::Path| p.display().to_string();
+        server.extra = vec![
+            "--port".into(),
+            "0".into(),
+            "--tls-port".into(),
+            server.port.to_string(),
+            "--tls-cert-file".into(),
+            path(cert),
+            "--tls-key-file".into(),
+            path(key),
+            "--tls-auth-clients".into(),
+            "no".into(),
+        ];
         server.restart()?;
         Ok(server)
     }
@@ -110,7 +141,12 @@ impl RedisServer {
                     return Err(ServerError(format!("redis-server exited: {status}")));
                 }
             }
-            if ping(self.port) {
+            let ready = if self.tls {
+                TcpStream::connect((Ipv4Addr::LOCALHOST, self.port)).is_ok()
+            } else {
+                ping(self.port)
+            };
+            if ready {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(10));

@@ -194,9 +194,8 @@ impl<M: Member> Task<M> {
             match announcement.kind {
                 AnnouncementKind::Tripped => self.tripped(session).await?,
                 round_end => {
-                    lease.renewed = None;
-                    session.release_lease(self.shared.member_id).await?;
-                    self.member.store(true, None).map_err(|_| MemberGone)?;
+                    // Publish before giving the lease up: until the event arrives, nobody
+                    // else may start a round of its own.
                     let fleet_open = self.fleet_open.load(Ordering::Relaxed);
                     match (round_end, fleet_open) {
                         (AnnouncementKind::Closed, true) => {
@@ -208,11 +207,21 @@ impl<M: Member> Task<M> {
                         (AnnouncementKind::Reopened, false) => self.tripped(session).await?,
                         (_, false) => {}
                     }
+                    lease.renewed = None;
+                    session.release_lease(self.shared.member_id).await?;
+                    self.member.store(true, None).map_err(|_| MemberGone)?;
                 }
             }
         }
         let status = self.member.status().map_err(|_| MemberGone)?;
         let length = Duration::from_nanos(self.member.probe_timeout());
+        if lease.renewed.is_some() && !status.lease_held {
+            // A fleet event ended the round (the core drops the lease when it fences a
+            // new generation), or it ran out: give the store's lease back too, or it
+            // would hold off the fleet's next round (this member's own included).
+            lease.renewed = None;
+            session.release_lease(self.shared.member_id).await?;
+        }
         if status.wants_lease {
             let sent = Instant::now();
             let ms = ceil_ms(self.member.probe_timeout());
@@ -227,9 +236,7 @@ impl<M: Member> Task<M> {
                 self.shared.leased();
             }
         } else if let Some((at, held)) = lease.renewed {
-            if !status.lease_held {
-                lease.renewed = None;
-            } else if at.elapsed() >= held / 3 {
+            if at.elapsed() >= held / 3 {
                 self.renew(session, lease, length).await?;
             }
         }

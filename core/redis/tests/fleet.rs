@@ -142,7 +142,9 @@ async fn one_probe_round_fleet_wide() {
     connected(&members.iter().collect::<Vec<_>>()).await;
     fail(&members[0], 3);
     for m in &members {
-        eventually("open", || m.breaker.state() == State::Open).await;
+        // The tripper included: it hears its own open (generation 1) like everyone.
+        eventually("open", || m.breaker.fleet_status().generation >= 1).await;
+        assert_eq!(m.breaker.state(), State::Open);
     }
 
     // Round one: the probe fails, the fleet re-opens with the backed-off cooldown.
@@ -151,7 +153,9 @@ async fn one_probe_round_fleet_wide() {
     assert!(probe.is_probe());
     probe.record(Outcome::Failure);
     for m in &members {
-        eventually("re-opened", || m.breaker.state() == State::Open).await;
+        // The holder re-opens at once, and hears its own open (generation 2) later.
+        eventually("re-opened", || m.breaker.fleet_status().generation >= 2).await;
+        assert_eq!(m.breaker.state(), State::Open);
         let left = m.breaker.metrics().cooldown_remaining;
         assert!(left > COOLDOWN, "backed off: {left} ns");
     }
@@ -203,7 +207,9 @@ async fn a_late_open_never_reopens_a_closed_fleet() {
     connected(&members.iter().collect::<Vec<_>>()).await;
     let mut conn = redis_conn(&url).await;
     fail(&members[0], 3);
-    eventually("open", || members[1].breaker.state() == State::Open).await;
+    for m in &members {
+        eventually("open applied", || m.breaker.fleet_status().generation >= 1).await;
+    }
     let opened: String = conn.get("tripgate:{t4b}:event").await.unwrap();
     let holder = probe_round(&members).await;
     members[holder]
@@ -312,7 +318,9 @@ async fn redis_killed_then_back_empty() {
     connected(&[&a, &b]).await;
     // One full round first, so members have seen generations 1 and 2.
     fail(&a, 3);
-    eventually("open", || b.breaker.state() == State::Open).await;
+    for m in [&a, &b] {
+        eventually("open applied", || m.breaker.fleet_status().generation >= 1).await;
+    }
     let members = [a, b];
     let holder = probe_round(&members).await;
     members[holder]
@@ -324,8 +332,14 @@ async fn redis_killed_then_back_empty() {
         eventually("closed", || m.breaker.state() == State::Closed).await;
     }
     let [a, b] = members;
+    for m in [&a, &b] {
+        // The holder closes before its own close arrives: wait for generation 2.
+        eventually("the close applied", || {
+            m.breaker.fleet_status().generation >= 2
+        })
+        .await;
+    }
     let seen = b.breaker.fleet_status().generation;
-    assert!(seen >= 2);
 
     redis.kill();
     for m in [&a, &b] {
