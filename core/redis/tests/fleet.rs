@@ -70,6 +70,17 @@ async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Three connected members of fleet `name`.
+async fn trio(url: &str, name: &str, quorum: u8) -> (Member, Member, Member) {
+    let trio = (
+        member(url, name, quorum),
+        member(url, name, quorum),
+        member(url, name, quorum),
+    );
+    connected(&[&trio.0, &trio.1, &trio.2]).await;
+    trio
+}
+
 async fn connected(members: &[&Member]) {
     for m in members {
         eventually("member connected", || m.fleet.status().connected).await;
@@ -98,12 +109,7 @@ async fn redis_conn(url: &str) -> redis::aio::MultiplexedConnection {
 async fn one_trip_opens_the_fleet_with_the_same_remaining_cooldown() {
     let redis = server(&[]);
     let url = redis.url(None);
-    let (a, b, c) = (
-        member(&url, "t2", 1),
-        member(&url, "t2", 1),
-        member(&url, "t2", 1),
-    );
-    connected(&[&a, &b, &c]).await;
+    let (a, b, c) = trio(&url, "t2", 1).await;
     // Breaker time stands still, so the trip's whole cooldown is what is left.
     fail(&a, 3);
     assert_eq!(a.breaker.state(), State::Open);
@@ -161,14 +167,8 @@ async fn one_probe_round_fleet_wide() {
     }
 
     // Round two: the probe succeeds, everyone closes, windows empty.
-    let holder = probe_round(&members).await;
-    members[holder]
-        .breaker
-        .acquire()
-        .unwrap()
-        .record(Outcome::Success);
+    let holder = graduate(&members).await;
     for m in &members {
-        eventually("closed", || m.breaker.state() == State::Closed).await;
         assert_eq!(m.breaker.metrics().window.calls, 0);
     }
     for (i, m) in members.iter().enumerate() {
@@ -176,6 +176,17 @@ async fn one_probe_round_fleet_wide() {
             assert_eq!(last_reason(&m.breaker), Some(Reason::FleetClose));
         }
     }
+}
+
+/// A probe round whose probe succeeds; returns its holder once every member is closed.
+async fn graduate(members: &[Member]) -> usize {
+    let holder = probe_round(members).await;
+    let probe = members[holder].breaker.acquire().unwrap();
+    probe.record(Outcome::Success);
+    for m in members {
+        eventually("closed", || m.breaker.state() == State::Closed).await;
+    }
+    holder
 }
 
 /// Moves every member past its cooldown and waits for one to hold the lease; the others
@@ -211,15 +222,7 @@ async fn a_late_open_never_reopens_a_closed_fleet() {
         eventually("open applied", || m.breaker.fleet_status().generation >= 1).await;
     }
     let opened: String = conn.get("tripgate:{t4b}:event").await.unwrap();
-    let holder = probe_round(&members).await;
-    members[holder]
-        .breaker
-        .acquire()
-        .unwrap()
-        .record(Outcome::Success);
-    for m in &members {
-        eventually("closed", || m.breaker.state() == State::Closed).await;
-    }
+    graduate(&members).await;
     let stale_before = members[1].fleet.status().ignored.stale;
     // The very message that opened the fleet, replayed.
     let _: () = conn
@@ -250,12 +253,7 @@ async fn a_late_open_never_reopens_a_closed_fleet() {
 async fn quorum_of_two_keeps_one_broken_path_local() {
     let redis = server(&[]);
     let url = redis.url(None);
-    let (a, b, c) = (
-        member(&url, "t6", 2),
-        member(&url, "t6", 2),
-        member(&url, "t6", 2),
-    );
-    connected(&[&a, &b, &c]).await;
+    let (a, b, c) = trio(&url, "t6", 2).await;
     let mut conn = redis_conn(&url).await;
     fail(&a, 3);
     assert_eq!(a.breaker.state(), State::Open);
@@ -322,15 +320,7 @@ async fn redis_killed_then_back_empty() {
         eventually("open applied", || m.breaker.fleet_status().generation >= 1).await;
     }
     let members = [a, b];
-    let holder = probe_round(&members).await;
-    members[holder]
-        .breaker
-        .acquire()
-        .unwrap()
-        .record(Outcome::Success);
-    for m in &members {
-        eventually("closed", || m.breaker.state() == State::Closed).await;
-    }
+    graduate(&members).await;
     let [a, b] = members;
     for m in [&a, &b] {
         // The holder closes before its own close arrives: wait for generation 2.

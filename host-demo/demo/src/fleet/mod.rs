@@ -94,8 +94,10 @@ struct Spawned {
 
 /// The Node member, if this checkout and machine can run one.
 fn node_member() -> Option<PathBuf> {
-    let script =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../js/examples/fleet-member.mjs");
+    let script = std::env::var_os("TRIPGATE_NODE_MEMBER").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../js/examples/fleet-member.mjs"),
+        PathBuf::from,
+    );
     let node = Command::new("node")
         .arg("--version")
         .output()
@@ -109,7 +111,49 @@ struct Plan<'a> {
     node: Option<&'a PathBuf>,
 }
 
-fn spawn(plan: &Plan, i: usize, upstream: &str, name: &str) -> Result<Spawned> {
+/// The Node member's command line (its own CLI: positional arguments, then options).
+fn node_command(
+    script: &PathBuf,
+    plan: &Plan,
+    i: usize,
+    upstream: &str,
+    name: &str,
+    label: &str,
+    end_ms: u64,
+) -> Command {
+    let mut c = Command::new("node");
+    let rate = 1000.0 / pause_ms(i) as f64 * f64::from(PROBES);
+    c.arg(script)
+        .arg(plan.redis.unwrap_or("redis://127.0.0.1:1"))
+        .arg(name)
+        .arg(format!("http://{upstream}/"))
+        .arg(if plan.redis.is_some() {
+            plan.quorum.to_string()
+        } else {
+            "off".into()
+        })
+        .arg(KEY)
+        .arg(label)
+        .arg(format!("{rate:.1}"))
+        // It stops itself; a little after the script's end, so the demo closes it first.
+        .arg(format!("{:.1}", end_ms as f64 / 1000.0 + 1.0))
+        .arg(format!("--cooldown-ms={COOLDOWN_MS}"))
+        .arg(format!("--failure-threshold={THRESHOLD}"))
+        .arg(format!("--probes={PROBES}"))
+        .arg("--required-successes=2")
+        .arg("--call-timeout-ms=1000");
+    c
+}
+
+/// Members see different traffic (10 to 115 ms between calls), as a real fleet's do:
+/// the busiest learns of an outage first.
+fn pause_ms(i: usize) -> u64 {
+    10 + 15 * i as u64
+}
+
+const THRESHOLD: u32 = 10;
+
+fn spawn(plan: &Plan, i: usize, upstream: &str, name: &str, end_ms: u64) -> Result<Spawned> {
     let node = plan.node.filter(|_| i % 2 == 1);
     let label = format!("{}{i}", if node.is_some() { "n" } else { "r" });
     let args = [
@@ -122,27 +166,21 @@ fn spawn(plan: &Plan, i: usize, upstream: &str, name: &str) -> Result<Spawned> {
         ("--cooldown-ms", COOLDOWN_MS.to_string()),
         ("--probes", PROBES.to_string()),
         ("--successes", "2".into()),
-        ("--threshold", "10".into()),
+        ("--threshold", THRESHOLD.to_string()),
         ("--callers", PROBES.to_string()),
-        // Members see different traffic (10 to 115 ms between calls), as a real fleet's
-        // do: the busiest learns of an outage first.
-        ("--pause-ms", (10 + 15 * i).to_string()),
+        ("--pause-ms", pause_ms(i).to_string()),
     ];
     let mut command = match node {
-        Some(script) => {
-            let mut c = Command::new("node");
-            c.arg(script);
-            c
-        }
+        Some(script) => node_command(script, plan, i, upstream, name, &label, end_ms),
         None => {
             let mut c = Command::new(std::env::current_exe()?);
             c.arg("fleet-member");
+            for (flag, value) in &args {
+                c.arg(flag).arg(value);
+            }
             c
         }
     };
-    for (flag, value) in &args {
-        command.arg(flag).arg(value);
-    }
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -172,6 +210,9 @@ fn spawn(plan: &Plan, i: usize, upstream: &str, name: &str) -> Result<Spawned> {
 
 fn read_line(line: &str, log: &Mutex<MemberLog>, ready: &Mutex<bool>) {
     let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+    if line.starts_with('{') {
+        return read_json(line, &mut log, ready);
+    }
     let f: Vec<&str> = line.split_whitespace().collect();
     let num = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
     match f.first().copied() {
@@ -182,6 +223,43 @@ fn read_line(line: &str, log: &Mutex<MemberLog>, ready: &Mutex<bool>) {
         }
         Some("link") if f.len() == 3 => log.links.push((num(1), f[2] == "up")),
         Some("stats") if f.len() == 6 => log.stats = Some([num(1), num(2), num(3), num(4), num(5)]),
+        _ => {}
+    }
+}
+
+/// A Node member's JSON line (js/examples/fleet-member.mjs; `t` in ms).
+fn read_json(line: &str, log: &mut MemberLog, ready: &Mutex<bool>) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+        return;
+    };
+    let t = (v["t"].as_f64().unwrap_or(0.0) * 1000.0) as u64;
+    let text = |k: &str| v[k].as_str().unwrap_or("").to_string();
+    let set_ready = || *ready.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    match v["type"].as_str() {
+        // `start` comes once the member has joined (connected, in fleet mode).
+        Some("start") => set_ready(),
+        Some("degraded") => log
+            .links
+            .push((t, v["degraded"] == serde_json::Value::Bool(false))),
+        Some("transition") => log
+            .transitions
+            .push((t, text("from"), text("to"), text("reason"))),
+        Some("summary") => {
+            let n = |k: &str| v[k].as_u64().unwrap_or(0);
+            let rejected = v["rejected"].as_object().map_or(0, |r| {
+                r.values().filter_map(serde_json::Value::as_u64).sum()
+            });
+            // It counts decisions over 1 ms; one that waited on the store would take at
+            // least store-timeout (250 ms), as the Rust member counts: none did if its
+            // slowest was faster, else count all its slow ones.
+            let slowest_us = v["max_decision_us"].as_f64().unwrap_or(0.0) as u64;
+            let waited = if slowest_us >= 250_000 {
+                n("decisions_over_1ms")
+            } else {
+                0
+            };
+            log.stats = Some([n("sent"), rejected, waited, slowest_us, 0]);
+        }
         _ => {}
     }
 }
@@ -208,7 +286,7 @@ fn run_once(
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
     let mut members = (0..MEMBERS)
-        .map(|i| spawn(plan, i, &upstream.addr, &name))
+        .map(|i| spawn(plan, i, &upstream.addr, &name, marks.end))
         .collect::<Result<Vec<_>>>()?;
     let waiting = Instant::now();
     while !members
@@ -319,43 +397,18 @@ pub fn run(args: &[String]) -> Result<()> {
             None => "Rust only: no node or no js/examples/fleet-member.mjs",
         }
     );
-    let off = run_once(
-        "off",
-        &Plan {
-            redis: None,
-            quorum: 1,
-            node: node.as_ref(),
-        },
-        &mut redis,
-        SCRIPT,
-        None,
-    )?;
-    let on = run_once(
-        "on",
-        &Plan {
-            redis: Some(&url),
-            quorum: 1,
-            node: node.as_ref(),
-        },
-        &mut redis,
-        SCRIPT,
-        None,
-    )?;
+    let plan = |redis, quorum| Plan {
+        redis,
+        quorum,
+        node: node.as_ref(),
+    };
+    let off = run_once("off", &plan(None, 1), &mut redis, SCRIPT, None)?;
+    let on = run_once("on", &plan(Some(&url), 1), &mut redis, SCRIPT, None)?;
     let short = Marks {
         end: 2_500,
         ..SCRIPT
     };
-    let quorum = run_once(
-        "on Q=2",
-        &Plan {
-            redis: Some(&url),
-            quorum: 2,
-            node: node.as_ref(),
-        },
-        &mut redis,
-        short,
-        Some(0),
-    )?;
+    let quorum = run_once("on Q=2", &plan(Some(&url), 2), &mut redis, short, Some(0))?;
     let table = report::Table::measure(&off, &on, &quorum);
     print!("{}", table.render());
     let svg = report::svg(&[&off, &on, &quorum]);

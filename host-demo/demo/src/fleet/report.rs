@@ -63,10 +63,22 @@ fn figures(run: &RunLog) -> Figures {
                 .filter(|s| s.status == 503 && s.at_us >= fail && s.at_us <= all_open)
                 .count()
         });
+    // Until the first member closes, every call at the upstream is a probe.
+    let first_close = run
+        .members
+        .iter()
+        .filter_map(|m| {
+            m.transitions
+                .iter()
+                .find(|t| t.0 >= cold && t.2 == "closed")
+        })
+        .map(|t| t.0)
+        .min()
+        .unwrap_or(kill);
     let peak_probes = run
         .probes
         .iter()
-        .filter(|(t, _)| *t >= cold && *t < kill)
+        .filter(|(t, _)| *t >= cold && *t < first_close)
         .map(|(_, n)| *n)
         .max()
         .unwrap_or(0);
@@ -108,7 +120,8 @@ fn figures(run: &RunLog) -> Figures {
             let tripped_alone = m.transitions.iter().any(|t| {
                 t.0 >= fail_again && t.0 < restart && t.2 == "open" && t.3 != "fleet-open"
             });
-            tripped_alone && m.stats.is_some_and(|s| s[4] > 0)
+            // (The Node member does not count its local decisions; its trip shows them.)
+            tripped_alone && (m.node || m.stats.is_some_and(|s| s[4] > 0))
         })
         .count();
     let mut resync: Vec<f64> = run

@@ -1,6 +1,6 @@
 //! The fleet demo's upstream on 127.0.0.1: a thread per connection, answering by the
-//! phase the demo sets, and logging every request (time, status, whether a probe) and
-//! how many probes it holds at once.
+//! phase the demo sets, and logging every answer (time, status) and how many requests it
+//! holds at each arrival.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -35,7 +35,7 @@ pub struct Upstream {
     /// Requests from this member label fail whatever the phase (a broken path).
     broken: Arc<Mutex<Option<String>>>,
     log: Arc<Mutex<Vec<Seen>>>,
-    /// (time, probes held) at every probe's arrival.
+    /// (time, requests held) at every request's arrival.
     probes: Arc<Mutex<Vec<(u64, i64)>>>,
     stop: Arc<AtomicBool>,
 }
@@ -119,7 +119,7 @@ fn serve(
     held: &AtomicI64,
 ) -> Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
-    let (mut member, mut probe) = (String::new(), false);
+    let mut member = String::new();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line)? == 0 || line == "\r\n" {
@@ -128,16 +128,15 @@ fn serve(
         let lower = line.to_ascii_lowercase();
         if let Some(v) = lower.strip_prefix("x-member:") {
             member = v.trim().to_string();
-        } else if let Some(v) = lower.strip_prefix("x-probe:") {
-            probe = v.trim() == "1";
         }
     }
     let is_broken = lock(broken).as_deref() == Some(member.as_str());
     let phase = *lock(phase);
-    if probe {
-        let now = held.fetch_add(1, Ordering::Relaxed) + 1;
-        lock(probes).push((unix_us(), now));
-    }
+    // Every request is sampled: until the first member closes after an outage, every
+    // call that reaches the upstream is a probe, whoever sent it (the Node member marks
+    // none).
+    let now = held.fetch_add(1, Ordering::Relaxed) + 1;
+    lock(probes).push((unix_us(), now));
     let (status, wait) = match phase {
         _ if is_broken => (503, 0),
         Phase::Failing => (503, 0),
@@ -145,9 +144,7 @@ fn serve(
         Phase::Cold => (200, 150),
     };
     std::thread::sleep(Duration::from_millis(wait));
-    if probe {
-        held.fetch_sub(1, Ordering::Relaxed);
-    }
+    held.fetch_sub(1, Ordering::Relaxed);
     lock(log).push(Seen {
         at_us: unix_us(),
         status,
