@@ -166,8 +166,16 @@ impl Drop for RedisServer {
 }
 
 fn find() -> Result<PathBuf, ServerError> {
-    if let Some(path) = std::env::var_os("REDIS_SERVER") {
-        return Ok(PathBuf::from(path));
+    if let Some(path) = std::env::var_os("REDIS_SERVER").map(PathBuf::from) {
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(ServerError(format!(
+                "REDIS_SERVER={} is not a file: apt-get install redis-server, or point \
+                 REDIS_SERVER at its binary",
+                path.display()
+            )))
+        };
     }
     let on_path = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
