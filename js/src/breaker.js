@@ -61,6 +61,13 @@ onInstall((t) => {
 });
 
 /**
+ * The durations a fleet adapter needs from a breaker's config (`{ cooldownMs,
+ * probeTimeoutMs }`, the core's defaults applied): a symbol, so they stay off the public
+ * API.
+ */
+export const fleetTimings = Symbol('tripgate.fleetTimings');
+
+/**
  * A circuit breaker. See index.d.ts for the documented API.
  */
 export class CircuitBreaker {
@@ -374,6 +381,10 @@ export class CircuitBreaker {
   fleetStore(store) {
     const { reachable, leaseMs } = fleetStore(store);
     this.#w.fleet_store(reachable, leaseMs, this.#now());
+  }
+
+  [fleetTimings]() {
+    return { cooldownMs: this.#w.cooldown_ms(), probeTimeoutMs: this.#w.probe_timeout_ms() };
   }
 
   /** What the fleet must be told, taken once: `{ kind, remainingMs }`, or null. */

@@ -58,3 +58,13 @@ initSync();
 new CircuitBreaker({ cooldown: 5_000 });
 // @ts-expect-error: an outcome is not a boolean
 breaker.record(0, true);
+
+import { joinFleet, type FleetMemberStatus } from 'tripgate/fleet';
+async function fleetCheck(): Promise<void> {
+  const m = await joinFleet(member, { url: 'redis://127.0.0.1:6379', name: 'payments', key: 'k', storeTimeoutMs: 100 });
+  const s: FleetMemberStatus = m.status();
+  void s.counters.ignored.forged;
+  m.on('degraded', ({ degraded }) => void degraded);
+  await m.leave();
+}
+void fleetCheck;

@@ -81,6 +81,16 @@ impl Breaker {
         i32::from(announcement.kind.code())
     }
 
+    /// The configured cooldown (ms): the fleet adapter trims votes to it.
+    pub fn cooldown_ms(&self) -> f64 {
+        ms(self.core.config().cooldown)
+    }
+
+    /// The configured probe timeout (ms): the fleet adapter's lease lasts that long.
+    pub fn probe_timeout_ms(&self) -> f64 {
+        ms(self.core.config().probe_timeout)
+    }
+
     /// Fills `out` ([`FLEET_STATUS_LEN`] numbers) with the fleet status at `now_ms`.
     pub fn fleet_status(&self, now_ms: f64, out: &mut [f64]) {
         let s = self.core.fleet_status(self.now(now_ms));
@@ -177,6 +187,7 @@ mod tests {
         b.fleet_store(false, f64::NAN, 100.0);
         let p = b.acquire(5_000.0);
         assert!(p >= crate::TRANSITIONED && p & 1 == 1, "a local probe: {p}");
+        assert_eq!((b.cooldown_ms(), b.probe_timeout_ms()), (5_000.0, 15_000.0));
         let mut lone = Breaker::new(&[f64::NAN; Field::ALL.len()], None, None, 0.0).unwrap();
         assert_eq!(
             lone.fleet_apply(1.0, 0, 5_000.0, 0.0),
