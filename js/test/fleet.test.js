@@ -217,6 +217,21 @@ describe('fleet mode on a real redis-server', () => {
     assert.equal(b.breaker.state, 'closed');
     assert.equal(c.breaker.state, 'closed');
     assert.equal(await raw.get(k.event), null);
+    // Its own probe round (it takes the lease: nobody else is half-open) fails: one more
+    // vote, not a fleet open.
+    broken.clock.advance(5_000);
+    broken.breaker.acquire();
+    await waitFor(() => broken.member.status().leaseHeld, 'the broken member\'s lease');
+    const probe = broken.breaker.acquire();
+    assert.ok(CircuitBreaker.isProbe(probe));
+    broken.breaker.record(probe, 503);
+    assert.equal(broken.breaker.state, 'open');
+    await waitFor(async () => (await raw.get(k.lease)) === null, 'its lease released');
+    await sleep(300);
+    assert.equal(b.breaker.state, 'closed');
+    assert.equal(c.breaker.state, 'closed');
+    assert.equal(await raw.get(k.event), null, 'still no fleet event');
+    assert.deepEqual(await raw.zRange(k.votes, 0, -1), [broken.member.id]);
     // A second member trips within one cooldown: now the fleet opens.
     trip(b.breaker);
     await allAt(members, 1);

@@ -50,6 +50,12 @@ export class FleetMember extends EventEmitter {
   #reconcileQueued = false;
   #leaseQueued = false;
   #left = false;
+  /**
+   * Whether the last fleet event applied was an open: only then is a half-open round the
+   * fleet's, whose end is the fleet's news. A member open below quorum runs a round of
+   * its own, and its failure is one more vote, not a fleet open.
+   */
+  #fleetOpen = false;
   /** The newest announcement the store could not take, retried once it is back. */
   #unsent = null;
   #counters = {
@@ -310,6 +316,7 @@ export class FleetMember extends EventEmitter {
       return;
     }
     this.#counters.applied++;
+    this.#fleetOpen = event.kind === 'open';
     // A newer event ends any round this member led; the core has dropped the lease.
     if (this.#leaseHeld && !this.#breaker.fleetStatus().leaseHeld) this.#run(() => this.#release());
     this.emit('event', { ...event, applied, source });
@@ -319,12 +326,13 @@ export class FleetMember extends EventEmitter {
 
   async #announce(announcement) {
     try {
-      if (announcement.kind === 'tripped') {
+      if (announcement.kind !== 'tripped' && this.#leaseHeld) await this.#release();
+      if (announcement.kind === 'tripped' || (announcement.kind === 'reopened' && !this.#fleetOpen)) {
         await this.#vote(announcement);
-      } else {
-        if (this.#leaseHeld) await this.#release();
-        if (announcement.kind === 'reopened') await this.#publishOpen();
-        else await this.#publish('close', 0);
+      } else if (announcement.kind === 'reopened') {
+        await this.#publishOpen();
+      } else if (this.#fleetOpen) {
+        await this.#publish('close', 0);
       }
     } catch (error) {
       if (error?.storeFailure) this.#unsent = this.#stillTrue(announcement) ? announcement : null;
