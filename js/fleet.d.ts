@@ -13,6 +13,14 @@ export interface FleetOptions {
   reconcileIntervalMs?: number;
   /** A store command slower than this makes the member degraded. Default 250 ms. */
   storeTimeoutMs?: number;
+  /** Node TLS options for a `rediss://` url: a private CA, a client certificate. */
+  tls?: {
+    ca?: string | Uint8Array | Array<string | Uint8Array>;
+    cert?: string | Uint8Array | Array<string | Uint8Array>;
+    key?: string | Uint8Array | Array<string | Uint8Array>;
+    servername?: string;
+    rejectUnauthorized?: boolean;
+  };
   /** This member's id, 16 lowercase hex digits. Default random. */
   memberId?: string;
 }

@@ -5,7 +5,11 @@
 // condition, never by sleeping for breaker time.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createClient } from 'redis';
 import { CircuitBreaker, Rejected } from '../src/node.js';
 import { joinFleet } from '../src/fleet/index.js';
@@ -96,6 +100,10 @@ describe('fleet mode on a real redis-server', () => {
       [{ url, name: 'x', memberId: 'ABCDEF0123456789' }, 'memberId', RangeError],
       [{ url, name: 'x', memberId: '123' }, 'memberId', RangeError],
       [{ url, name: 'x', reconcile: 5 }, 'reconcile', TypeError],
+      [{ url, name: 'x', tls: { ca: 'x' } }, 'tls', RangeError],
+      [{ url: 'rediss://127.0.0.1:1', name: 'x', tls: 'yes' }, 'tls', TypeError],
+      [{ url: 'rediss://127.0.0.1:1', name: 'x', tls: { ca: 5 } }, 'tls', TypeError],
+      [{ url: 'rediss://127.0.0.1:1', name: 'x', tls: { passphrase: 'p' } }, 'tls', TypeError],
     ];
     for (const [options, option, Type] of bad) {
       await assert.rejects(joinFleet(b, options), (e) => e instanceof Type && e.option === option && e.message.includes(option),
@@ -413,6 +421,38 @@ describe('8. AUTH / ACL users in the URL', () => {
       await wrong.leave();
     } finally {
       await redis.stop();
+    }
+  });
+});
+
+describe('8. TLS: rediss://', () => {
+  test('members join over TLS with a private CA; without trusting it they are degraded, not crashed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tripgate-tls-'));
+    const cert = join(dir, 'cert.pem');
+    const key = join(dir, 'key.pem');
+    // A self-signed certificate for 127.0.0.1 (openssl comes with the same Debian image).
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1',
+      '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    const port = await freePort();
+    const redis = await startRedis({
+      port: await freePort(),
+      extra: ['--tls-port', String(port), '--tls-cert-file', cert, '--tls-key-file', key, '--tls-auth-clients', 'no'],
+    });
+    try {
+      const url = `rediss://127.0.0.1:${port}`;
+      const name = fleetName('tls');
+      const members = await fleetOf(2, url, name, { tls: { ca: readFileSync(cert, 'utf8') } });
+      for (const m of members) assert.equal(m.member.status().degraded, false);
+      trip(members[0].breaker);
+      await allAt(members, 1);
+      assert.equal(members[1].breaker.state, 'open');
+      await leaveAll(members);
+      const untrusting = await joinFleet(new CircuitBreaker({ fleetQuorum: 1 }), { url, name, storeTimeoutMs: 200 });
+      assert.equal(untrusting.status().degraded, true);
+      await untrusting.leave();
+    } finally {
+      await redis.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -10,7 +10,8 @@ import { validMember, validName } from './wire.js';
 
 export { FleetMember, StoreTimeoutError };
 
-const KNOWN = new Set(['url', 'name', 'key', 'reconcileIntervalMs', 'storeTimeoutMs', 'memberId']);
+const KNOWN = new Set(['url', 'name', 'key', 'reconcileIntervalMs', 'storeTimeoutMs', 'memberId', 'tls']);
+const TLS_KNOWN = new Set(['ca', 'cert', 'key', 'servername', 'rejectUnauthorized']);
 const DEFAULTS = { reconcileIntervalMs: 1_000, storeTimeoutMs: 250 };
 
 function positiveMs(options, option) {
@@ -55,10 +56,29 @@ export function readFleetOptions(options) {
     url,
     name,
     key: secret,
+    tls: readTls(options.tls, parsed.protocol === 'rediss:', url),
     memberId,
     reconcileIntervalMs: positiveMs(options, 'reconcileIntervalMs'),
     storeTimeoutMs: positiveMs(options, 'storeTimeoutMs'),
   };
+}
+
+/** `tls`: Node TLS options for a `rediss://` URL (a private CA, a client certificate). */
+function readTls(tls, secure, url) {
+  if (tls === undefined || tls === null) return undefined;
+  if (typeof tls !== 'object') throw typeError('tls', 'tls must be an object of TLS options (ca, cert, key, servername, rejectUnauthorized)', tls);
+  if (!secure) throw rangeError('tls', 'tls needs a rediss:// url', url);
+  const out = {};
+  for (const [name, value] of Object.entries(tls)) {
+    if (!TLS_KNOWN.has(name)) throw typeError('tls', `unknown tls option ${name} (expected ${[...TLS_KNOWN].join(', ')})`, value);
+    const ok = name === 'rejectUnauthorized' ? typeof value === 'boolean'
+      : name === 'servername' ? typeof value === 'string'
+        : typeof value === 'string' || value instanceof Uint8Array ||
+          (Array.isArray(value) && value.every((v) => typeof v === 'string' || v instanceof Uint8Array));
+    if (!ok) throw typeError('tls', `tls.${name} has the wrong type`, value);
+    out[name] = value;
+  }
+  return out;
 }
 
 async function redisClient() {

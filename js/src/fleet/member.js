@@ -85,7 +85,11 @@ export class FleetMember extends EventEmitter {
       // A command while disconnected fails at once (the member is then degraded) rather
       // than waiting in a queue for a store that may not come back.
       disableOfflineQueue: true,
-      socket: { connectTimeout: Math.max(options.storeTimeoutMs, 1_000), reconnectStrategy: backoff },
+      socket: {
+        connectTimeout: Math.max(options.storeTimeoutMs, 1_000),
+        reconnectStrategy: backoff,
+        ...(options.tls === undefined ? {} : { tls: true, ...options.tls }),
+      },
     };
     this.#client = createClient(clientOptions);
     // The subscriber may queue its SUBSCRIBE until it connects; node-redis re-subscribes
