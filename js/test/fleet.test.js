@@ -328,6 +328,19 @@ describe('fleet mode on a real redis-server', () => {
     await leaveAll(members);
   });
 
+  test('a breaker disposed while joined: the member leaves on its own; later messages crash nothing', async () => {
+    const name = fleetName('disposed');
+    const [m, other] = await fleetOf(2, redis.url, name);
+    m.breaker.dispose();
+    trip(other.breaker);
+    await waitFor(() => other.breaker.fleetStatus().generation === 1, 'the other member applied the open');
+    await raw.publish(keys(name).channel, format({ name, generation: 9, kind: 'close', remainingMs: 0, origin: 'e'.repeat(16) }, null));
+    await waitFor(() => other.breaker.fleetStatus().generation === 9, 'the close');
+    await sleep(150); // a reconcile tick on the disposed member
+    await m.member.leave();
+    await other.member.leave();
+  });
+
   test('leave(): the breaker carries on alone (degraded: it probes without a lease)', async () => {
     const [m] = await fleetOf(1, redis.url, fleetName('leave'));
     await m.member.leave();

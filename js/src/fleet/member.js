@@ -166,7 +166,11 @@ export class FleetMember extends EventEmitter {
     this.#breaker.off('transition', this.#onTransition);
     await this.#chain;
     if (this.#leaseHeld) await this.#release().catch(() => {});
-    this.#breaker.fleetStore({ reachable: false });
+    try {
+      this.#breaker.fleetStore({ reachable: false });
+    } catch {
+      // A disposed breaker: nothing is left to tell.
+    }
     this.#reachable = false;
     for (const client of [this.#sub, this.#client]) {
       try {
@@ -185,13 +189,23 @@ export class FleetMember extends EventEmitter {
   // ---- the background queue ----------------------------------------------------------------
 
   #run(task) {
-    const next = this.#chain.then(() => (this.#left ? undefined : task())).catch((error) => {
-      // A store failure was counted where it happened; anything else is a defect here,
-      // reported without ending the process.
-      if (!(error?.storeFailure)) this.emit('warning', error);
-    });
+    const next = this.#chain.then(() => (this.#left ? undefined : task())).catch((error) => this.#failed(error));
     this.#chain = next;
     return next;
+  }
+
+  /**
+   * A background task failed. A store failure was counted where it happened; a breaker
+   * disposed under the member ends the membership; anything else is reported as a
+   * 'warning' event. Never thrown: nothing here may end the process.
+   */
+  #failed(error) {
+    if (error?.storeFailure) return;
+    if (error?.code === 'ERR_TRIPGATE_DISPOSED') {
+      this.leave().catch(() => {});
+      return;
+    }
+    this.emit('warning', error);
   }
 
   #queueReconcile() {
@@ -215,9 +229,13 @@ export class FleetMember extends EventEmitter {
   /** After a transition: announcements to publish, a lease to take. */
   #drain(t) {
     if (this.#left) return;
-    const announcement = this.#breaker.fleetTakeAnnouncement();
-    if (announcement !== null) this.#run(() => this.#announce(announcement));
-    if (t?.to === 'half-open') this.#queueLease();
+    try {
+      const announcement = this.#breaker.fleetTakeAnnouncement();
+      if (announcement !== null) this.#run(() => this.#announce(announcement));
+      if (t?.to === 'half-open') this.#queueLease();
+    } catch (error) {
+      this.#failed(error);
+    }
   }
 
   // ---- the store -----------------------------------------------------------------------------
@@ -303,9 +321,14 @@ export class FleetMember extends EventEmitter {
   #onMessage(message) {
     if (this.#left) return;
     this.#counters.received++;
-    const parsed = parse(message, this.#name, this.#key);
-    if (parsed.ignored !== undefined) this.#ignore(parsed.ignored, message, 'message');
-    else this.#apply(parsed.event, 'message');
+    try {
+      const parsed = parse(message, this.#name, this.#key);
+      if (parsed.ignored !== undefined) this.#ignore(parsed.ignored, message, 'message');
+      else this.#apply(parsed.event, 'message');
+    } catch (error) {
+      // Inside the Redis client's callback: a throw here would land in its machinery.
+      this.#failed(error);
+    }
   }
 
   #ignore(reason, raw, source) {
