@@ -386,9 +386,12 @@ describe('the store killed and restarted', () => {
       await waitFor(() => members.every((m) => !m.member.status().degraded), 'every member back', 10_000);
       const resync = Date.now() - restarted;
       assert.ok(resync < 5_000, `resync took ${resync} ms`);
+      await waitFor(() => members.every((m) => m.member.status().subscribed), 'every member subscribed again', 10_000);
+      const received = c.member.status().counters.received;
       trip(b.breaker);
       await waitFor(() => c.breaker.state === 'open', 'the fleet open again');
       assert.equal(c.transitions.at(-1), 'closed>open:fleet-open');
+      await waitFor(() => c.member.status().counters.received > received, 'the message, on the new subscription');
       await leaveAll(members);
     } finally {
       await redis.stop();
