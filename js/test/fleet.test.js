@@ -403,12 +403,23 @@ describe('the store killed and restarted', () => {
     const url = `redis://127.0.0.1:${port}`;
     const b = new CircuitBreaker({ fleetQuorum: 1 });
     const started = performance.now();
-    const member = await joinFleet(b, { url, name: fleetName('late'), storeTimeoutMs: 100, reconcileIntervalMs: 50 });
+    const name = fleetName('late');
+    const member = await joinFleet(b, { url, name, storeTimeoutMs: 100, reconcileIntervalMs: 50 });
     assert.ok(performance.now() - started < 1_000);
     assert.equal(member.status().degraded, true);
     const redis = await startRedis({ port });
     try {
       await waitFor(() => !member.status().degraded, 'joined', 10_000);
+      // Its subscription was made once the store came up: a message reaches it.
+      const raw = createClient({ url });
+      raw.on('error', () => {});
+      await raw.connect();
+      await waitFor(async () => {
+        await raw.publish(keys(name).channel, format({ name, generation: 3, kind: 'open', remainingMs: 5_000, origin: 'f'.repeat(16) }, null));
+        return member.status().counters.received > 0;
+      }, 'a message on the late subscription', 10_000);
+      assert.equal(b.state, 'open');
+      await raw.close();
       await member.leave();
     } finally {
       await redis.stop();
