@@ -19,6 +19,7 @@
 //   options:        --cooldown-ms=5000 --failure-threshold=5 --probes=1 (K)
 //                   --required-successes=2 --call-timeout-ms=1000
 //                   --reconcile-interval-ms=1000 --store-timeout-ms=250
+//                   (probe timeout, hence the lease: 2 x call timeout)
 //
 // Bad arguments: one line on stderr naming the argument, exit code 2.
 //

@@ -112,6 +112,10 @@ describe('fleet mode on a real redis-server', () => {
     await assert.rejects(joinFleet(new CircuitBreaker(), { url, name: 'x' }),
       (e) => e.option === 'breaker' && /fleetQuorum/.test(e.message));
     await assert.rejects(joinFleet({}, { url, name: 'x' }), (e) => e.option === 'breaker');
+    const member = await joinFleet(b, { url, name: fleetName('twice') });
+    await assert.rejects(joinFleet(b, { url, name: fleetName('twice') }), (e) => e.option === 'breaker' && /already in a fleet/.test(e.message));
+    await member.leave();
+    await (await joinFleet(b, { url, name: fleetName('again') })).leave();
   });
 
   test('2, 5. one trip opens the fleet, every member with the same remaining cooldown, on clocks with other origins', async () => {

@@ -97,6 +97,9 @@ async function redisClient() {
  * Resolves once connected, subscribed and reconciled — or, with the store down, after
  * `storeTimeoutMs`, degraded: the member keeps reconnecting in the background.
  */
+/** Breakers with a member: two members driving one breaker would contradict each other. */
+const joined = new WeakSet();
+
 export async function joinFleet(breaker, options) {
   if (!(breaker instanceof CircuitBreaker)) {
     throw typeError('breaker', 'breaker must be a CircuitBreaker from tripgate', breaker);
@@ -105,7 +108,11 @@ export async function joinFleet(breaker, options) {
     throw rangeError('breaker', 'breaker must be created with fleetQuorum to join a fleet', breaker);
   }
   const checked = readFleetOptions(options);
-  const member = new FleetMember(breaker, checked, await redisClient());
+  if (joined.has(breaker)) throw rangeError('breaker', 'breaker is already in a fleet: leave() that membership first', breaker);
+  const createClient = await redisClient();
+  if (joined.has(breaker)) throw rangeError('breaker', 'breaker is already in a fleet: leave() that membership first', breaker);
+  joined.add(breaker);
+  const member = new FleetMember(breaker, checked, createClient, () => joined.delete(breaker));
   await member.start();
   return member;
 }

@@ -71,8 +71,11 @@ export class FleetMember extends EventEmitter {
     queueMicrotask(() => this.#drain(t));
   };
 
-  constructor(breaker, options, createClient) {
+  #onLeave;
+
+  constructor(breaker, options, createClient, onLeave = () => {}) {
     super();
+    this.#onLeave = onLeave;
     this.#breaker = breaker;
     this.#name = options.name;
     this.#key = options.key;
@@ -160,6 +163,7 @@ export class FleetMember extends EventEmitter {
   async leave() {
     if (this.#left) return;
     this.#left = true;
+    this.#onLeave();
     clearInterval(this.#tick);
     this.#stopLease();
     clearTimeout(this.#leaseRetry);
