@@ -44,7 +44,6 @@
 
 mod breaker;
 mod call;
-mod clock;
 mod lock;
 mod registry;
 #[cfg(feature = "tower")]
@@ -52,10 +51,9 @@ pub mod tower;
 
 pub use breaker::{Breaker, OwnedPermit, Permit};
 pub use call::CallError;
-pub use clock::{CoarseClock, QuantaClock, COARSE_TICK};
 pub use registry::Registry;
 pub use tripgate_core::{
-    error_outcome, Class, Classify, Clock, Config, ConfigError, FakeClock, GrpcSet, Metrics, Nanos,
-    Outcome, Reason, RejectReason, Rejection, SnapshotError, State, Status, StatusSet, Transition,
-    Transitions, Verdict, MILLISECOND, SECOND,
+    error_outcome, Class, Classify, Clock, CoarseClock, Config, ConfigError, FakeClock, GrpcSet,
+    Metrics, Nanos, Outcome, QuantaClock, Reason, RejectReason, Rejection, SnapshotError, State,
+    Status, StatusSet, Transition, Transitions, Verdict, COARSE_TICK, MILLISECOND, SECOND,
 };
