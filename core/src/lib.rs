@@ -59,6 +59,7 @@ mod table;
 mod classify;
 mod codec;
 mod config;
+pub mod exposition;
 #[cfg(feature = "alloc")]
 mod handles;
 mod inflight;
@@ -67,10 +68,14 @@ mod outcome;
 mod permit;
 mod phase;
 mod probes;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 mod rejection;
 mod snapshot;
 mod state;
 mod time;
+#[cfg(feature = "tracing")]
+pub mod trace;
 mod transition;
 mod window;
 mod words;
@@ -100,6 +105,8 @@ pub use state::State;
 #[cfg(feature = "std")]
 pub use time::MonotonicClock;
 pub use time::{Clock, FakeClock, Nanos, MILLISECOND, SECOND};
-pub use transition::{Reason, Transition, Transitions, MAX_TRANSITIONS};
+pub use transition::{
+    Reason, Route, Transition, Transitions, MAX_TRANSITIONS, ROUTES, ROUTE_COUNT,
+};
 pub use window::Tally;
 pub use words::Words;

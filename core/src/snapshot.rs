@@ -14,9 +14,10 @@
 //! most K at the upstream, across the recycle too); with no probes out it comes back
 //! exactly as it was.
 //!
-//! Layout (version 1): `"TGB" 1`, window shape (kind u8, length u16, bucket width u64),
+//! Layout (version 2): `"TGB" 1`, window shape (kind u8, length u16, bucket width u64),
 //! phase (state u8, epoch, state age, open-for, cooldown, rng: u64), probe successes and
-//! judged (u32), nine lifetime counters (u64), last transition (flag u8, then from, to,
+//! judged (u32), nine lifetime counters (u64), the transitions by route (u64 each, in
+//! `ROUTES` order), last transition (flag u8, then from, to,
 //! reason: u8, age, epoch: u64), the window, the checksum (u32).
 
 use core::fmt;
@@ -24,7 +25,7 @@ use core::fmt;
 use crate::breaker::Breaker;
 use crate::codec::{Invalid, Reader, Writer};
 use crate::inflight::InFlight;
-use crate::metrics::Stats;
+use crate::metrics::{count_route, Stats};
 use crate::permit::MAX_EPOCH;
 use crate::phase::Phase;
 use crate::probes::Probes;
@@ -35,8 +36,9 @@ use crate::transition::{Reason, Transition};
 use crate::window::Window;
 use crate::words::Words;
 
-/// Bytes that hold the largest export (64 buckets).
-pub const MAX_EXPORT_LEN: usize = 1024;
+/// Bytes that hold the largest export: a 64-bucket time window, 1,136 bytes (checked by
+/// `tests/spec.rs`), rounded up. The default 10-bucket window exports 469 bytes.
+pub const MAX_EXPORT_LEN: usize = 1152;
 
 /// The largest epoch an import accepts: half of what a raw permit's ticket can carry, so
 /// the importer has 2⁵⁶ transitions of room left (crafted bytes cannot put a breaker where
@@ -44,7 +46,8 @@ pub const MAX_EXPORT_LEN: usize = 1024;
 pub const MAX_IMPORT_EPOCH: u64 = MAX_EPOCH >> 1;
 
 const MAGIC: [u8; 3] = *b"TGB";
-const VERSION: u8 = 1;
+/// 2: the transition counters by route follow the lifetime counters.
+const VERSION: u8 = 2;
 
 /// Why an export or import failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -217,6 +220,7 @@ impl Breaker {
             phase = projection.phase;
             stats.last = projection.last;
             stats.transitions = stats.transitions.saturating_add(projection.transitions);
+            projection.add_routes(&mut stats.routes);
             stats.faults = stats.faults.saturating_add(projection.probe_timeouts);
             probes = Probes::new();
         }
@@ -236,8 +240,10 @@ impl Breaker {
                     .probe_timeout
                     .saturating_sub(since(now, newest))
                     .max(1);
-                stats.last = Some(phase.restore_open(now, wait));
+                let restored = phase.restore_open(now, wait);
+                stats.last = Some(restored);
                 stats.transitions = stats.transitions.saturating_add(1);
+                count_route(&mut stats.routes, restored.route());
                 probes = Probes::new();
             }
         }
@@ -254,14 +260,15 @@ impl Breaker {
         w.u64(phase.rng);
         w.u32(probes.successes);
         w.u32(probes.judged);
-        for counter in [stats.admitted].iter().chain(&stats.rejected).chain(&[
+        w.u64(stats.admitted);
+        w.u64s(&stats.rejected);
+        w.u64s(&[
             stats.successes,
             stats.faults,
             stats.stale,
             stats.transitions,
-        ]) {
-            w.u64(*counter);
-        }
+        ]);
+        w.u64s(&stats.routes);
         match stats.last {
             Some(t) => {
                 w.u8(1);
@@ -335,13 +342,12 @@ impl Breaker {
             admitted: r.u64()?,
             ..Stats::default()
         };
-        for counter in &mut stats.rejected {
-            *counter = r.u64()?;
-        }
+        r.u64s(&mut stats.rejected)?;
         stats.successes = r.u64()?;
         stats.faults = r.u64()?;
         stats.stale = r.u64()?;
         stats.transitions = r.u64()?;
+        r.u64s(&mut stats.routes)?;
         stats.last = match r.u8()? {
             0 => None,
             1 => Some(Transition {

@@ -444,6 +444,15 @@ fn config() -> impl Strategy<Value = Config> {
 }
 
 fn moves(t: &Transitions) -> Moves {
+    for t in t {
+        // Every transition goes by a listed route, into the state its reason names: the
+        // route counters (and the exposition's `to` label) rely on both.
+        assert!(
+            t.route().index().is_some(),
+            "{t:?} is on no route in ROUTES"
+        );
+        assert_eq!(t.to, t.reason.to(), "{t:?}");
+    }
     t.iter().map(|t| (t.from, t.to, t.reason)).collect()
 }
 
@@ -556,6 +565,17 @@ fn run_history(config: Config, ops: &[Op]) -> Result<(), TestCaseError> {
         }
         // Invariants after every step.
         let m = b.metrics(now);
+        // The route counters add up to the total, projected transitions included (so no
+        // transition went by a route missing from ROUTES), and the last one is counted.
+        prop_assert_eq!(
+            m.transitions_by_route.iter().sum::<u64>(),
+            m.transitions_total,
+            "step {}",
+            step
+        );
+        if let Some(last) = m.last_transition {
+            prop_assert!(m.transitions(last.route()) >= 1, "step {}", step);
+        }
         prop_assert_eq!(m.state, model.effective_state(now), "step {}", step);
         prop_assert!(m.probes_out <= config.half_open_max_probes);
         if m.state == State::HalfOpen && model.state == State::HalfOpen {

@@ -794,6 +794,11 @@ pub fn core_metrics(m: &wit::Metrics) -> Metrics {
             *slot = count;
         }
     }
+    // In the order of the core's ROUTES (the `tables` test checks the WIT lists it).
+    let mut transitions_by_route = [0; tripgate_core::ROUTE_COUNT];
+    for (slot, count) in transitions_by_route.iter_mut().zip(&m.transitions_by_route) {
+        *slot = *count;
+    }
     Metrics {
         state: core_state(m.state),
         epoch: m.epoch,
@@ -811,6 +816,7 @@ pub fn core_metrics(m: &wit::Metrics) -> Metrics {
         faults_total: m.faults_total,
         stale_total: m.stale_total,
         transitions_total: m.transitions_total,
+        transitions_by_route,
         time_in_state: m.time_in_state,
         cooldown_remaining: m.cooldown_remaining,
         last_transition: m.last_transition.as_ref().map(core_transition),
