@@ -96,3 +96,7 @@ impl prometheus_client::collector::Collector for Collector {
         encode(&mut encoder, &(self.snapshots)())
     }
 }
+
+/// The `prometheus-client` this build encodes for (hosts re-export it, so a service
+/// registers collectors with the same version).
+pub use prometheus_client as client;
