@@ -26,7 +26,7 @@ step "core: builds for x86_64-unknown-none, a target with no std at all"
 cargo build -p tripgate-core --no-default-features --target x86_64-unknown-none --profile wasm
 
 step "component: WASI 0.2 component (wasm32-wasip2)"
-cargo build -p tripgate-component --target wasm32-wasip2 --profile wasm
+cargo build -p tripgate-component --target wasm32-wasip2 --profile component
 
 # Two invocations, so that each resolves features for its own crates only: the core's
 # dev-dependencies (proptest, the peer breakers) would otherwise change the features of
@@ -34,11 +34,14 @@ cargo build -p tripgate-component --target wasm32-wasip2 --profile wasm
 # reusing the demo's build (`cargo run --release -p host-demo`).
 # The thread-safe breaker (tripgate) links no wasmtime, so it belongs here: its tower,
 # hyper and tokio dev-dependencies then never touch the features the wasmtime build sees.
-step "Rust: the core (spec, model, no-heap, doctests), the vectors on the native core, and the thread-safe breaker with its tower layer (vectors, 64 threads, hyper on 127.0.0.1)"
-cargo test --release -p tripgate-core -p tripgate-vectors -p tripgate --all-features
+step "Rust: the core (spec, no-heap, doctests), the vectors on the native core, the thread-safe breaker with its tower layer, the model proptests and the fuzz corpus replay"
+cargo test --release -p tripgate-core -p tripgate-vectors -p tripgate --all-features -p tripgate-fuzz
 
-step "Rust: the component in wasmtime (tripgate-wasmtime) and the demo"
-cargo test --release -p tripgate-wasmtime -p host-demo --features tripgate-wasmtime/tokio
+# tripgate-fuzz-component (the component target's corpus replay) joins this invocation:
+# its dependencies resolve with exactly the features the demo's do (`cargo tree -e
+# features` shows the same set with and without it), so wasmtime is still built once.
+step "Rust: the component in wasmtime (tripgate-wasmtime), the demo and the component fuzz corpus replay"
+cargo test --release -p tripgate-wasmtime -p host-demo -p tripgate-fuzz-component --features tripgate-wasmtime/tokio,tripgate-wasmtime/prometheus,tripgate-wasmtime/tracing
 
 step "JS: wasm-bindgen package and the component under jco, on Node 20 and Node 24"
 bash js/scripts/test.sh

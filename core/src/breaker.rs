@@ -6,6 +6,7 @@
 //! a slow success from before a trip can never close a half-open breaker.
 
 use crate::config::{Config, ConfigError};
+use crate::fleet::Fleet;
 use crate::inflight::InFlight;
 use crate::metrics::{bump, count_route, Metrics, Routes, Stats};
 use crate::outcome::{classify, Class, Outcome};
@@ -125,6 +126,7 @@ pub struct Breaker {
     pub(crate) in_flight: InFlight,
     pub(crate) probes: Probes,
     pub(crate) stats: Stats,
+    pub(crate) fleet: Fleet,
 }
 
 impl Breaker {
@@ -138,6 +140,7 @@ impl Breaker {
             in_flight: InFlight::new(config.slow_call_duration, now),
             probes: Probes::new(),
             stats: Stats::default(),
+            fleet: Fleet::new(config.fleet_quorum),
             config,
         })
     }
@@ -437,7 +440,15 @@ impl Breaker {
             window: self.window.tally_at(now),
             in_flight: self.in_flight.count(),
             hung: self.in_flight.hung_at(now),
-            probes_out: self.probes.out(now, self.config.probe_timeout),
+            probes_out: if probe_timeouts > 0 {
+                // The projected timeout retired the round, as `settle` will: its probes
+                // linger, and the one that timed out is out no more.
+                let mut retired = self.probes.clone();
+                retired.retire();
+                retired.out(now, self.config.probe_timeout)
+            } else {
+                self.probes.out(now, self.config.probe_timeout)
+            },
             admitted_total: self.stats.admitted,
             rejected_total: self.stats.rejected,
             successes_total: self.stats.successes,
@@ -498,7 +509,7 @@ impl Breaker {
 
     /// Applies the transitions time alone has made due.
     #[inline(always)]
-    fn settle(&mut self, now: Nanos) -> Transitions {
+    pub(crate) fn settle(&mut self, now: Nanos) -> Transitions {
         // Only open and half-open have clocks running; the hot paths (closed, and open
         // inside its cooldown) skip out.
         // (Everything here returns transitions by value rather than pushing through a
@@ -572,6 +583,19 @@ impl Breaker {
     fn enter(&mut self, to: State, reason: Reason, at: Nanos) -> Transition {
         let from = self.phase.state;
         let transition = self.phase.enter(to, reason, at, &self.config);
+        self.entered(from, transition)
+    }
+
+    /// The bookkeeping of every transition the phase has made.
+    #[cold]
+    pub(crate) fn entered(&mut self, from: State, transition: Transition) -> Transition {
+        let (to, at) = (transition.to, transition.at);
+        let opening = if to == State::Open {
+            self.phase.open_for
+        } else {
+            0
+        };
+        self.fleet.announce(transition.reason, opening);
         bump(&mut self.stats.transitions);
         count_route(&mut self.stats.routes, transition.route());
         self.stats.last = Some(transition);
@@ -645,6 +669,10 @@ impl Breaker {
 
     #[inline(never)]
     fn admit_probe(&mut self, now: Nanos) -> Result<Permit, Rejection> {
+        if !self.fleet.may_probe(now) {
+            // Another member holds the fleet's probe lease: its round speaks for all.
+            return Err(self.reject(RejectReason::ProbingElsewhere, 0));
+        }
         let (limit, timeout) = (self.config.half_open_max_probes, self.config.probe_timeout);
         match self.probes.admit(limit, now, timeout) {
             Some(slot) => {

@@ -7,6 +7,7 @@
 
 use core::fmt;
 
+use crate::fleet::MAX_QUORUM;
 use crate::outcome::{GrpcSet, StatusSet};
 use crate::table::table;
 use crate::time::{Nanos, SECOND};
@@ -81,6 +82,9 @@ pub struct Config {
     pub fault_statuses: StatusSet,
     /// gRPC codes that are faults (default: 4, 8, 13, 14).
     pub fault_grpc_codes: GrpcSet,
+    /// Fleet mode (`FLEET.md`): this many distinct members must trip within one cooldown
+    /// before the fleet opens (1–16). Unset: a breaker of its own.
+    pub fleet_quorum: Option<u8>,
 }
 
 impl Default for Config {
@@ -106,6 +110,7 @@ impl Default for Config {
             probe_timeout: 15 * SECOND,
             fault_statuses: StatusSet::default(),
             fault_grpc_codes: GrpcSet::default(),
+            fleet_quorum: None,
         }
     }
 }
@@ -199,6 +204,12 @@ impl Config {
             R::AtLeast(1),
         )?;
         percent(self.half_open_success_rate, F::HalfOpenSuccessRate)?;
+        check(
+            self.fleet_quorum
+                .is_none_or(|q| (1..=MAX_QUORUM).contains(&q)),
+            F::FleetQuorum,
+            R::Between(1, u64::from(MAX_QUORUM)),
+        )?;
         check(self.probe_timeout > 0, F::ProbeTimeout, R::Positive)
     }
 
@@ -242,6 +253,7 @@ impl Config {
             F::HalfOpenRequiredSuccesses => self.half_open_required_successes = wide(value)?,
             F::HalfOpenSuccessRate => self.half_open_success_rate = Some(narrow(value)),
             F::ProbeTimeout => self.probe_timeout = value,
+            F::FleetQuorum => self.fleet_quorum = Some(narrow(value)),
             F::FaultStatuses | F::FaultGrpcCodes => {
                 return Err(ConfigError {
                     field,
@@ -326,6 +338,8 @@ table! {
         FaultGrpcCodes = 18 => "fault-grpc-codes",
         /// [`Config::jitter_seed`].
         JitterSeed = 19 => "jitter-seed",
+        /// [`Config::fleet_quorum`].
+        FleetQuorum = 20 => "fleet-quorum",
     }
 }
 
@@ -340,7 +354,8 @@ impl Field {
             | Self::WindowCalls
             | Self::MaxInFlight
             | Self::HalfOpenMaxProbes
-            | Self::HalfOpenRequiredSuccesses => K::Count,
+            | Self::HalfOpenRequiredSuccesses
+            | Self::FleetQuorum => K::Count,
             Self::FailureRate
             | Self::SlowCallRate
             | Self::JitterPercent
@@ -381,6 +396,7 @@ impl Field {
             Self::FaultStatuses => "faultStatuses",
             Self::FaultGrpcCodes => "faultGrpcCodes",
             Self::JitterSeed => "jitterSeed",
+            Self::FleetQuorum => "fleetQuorum",
         }
     }
 }

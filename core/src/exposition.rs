@@ -1,5 +1,6 @@
 //! The metrics every host exposes, written down once: the families (name, type, help,
-//! unit, labels) and the samples a [`Metrics`] snapshot gives for them.
+//! unit, labels) and the samples a [`Reading`] (a [`Metrics`] snapshot and the
+//! [`FleetStatus`]) gives for them.
 //!
 //! Every host turns a snapshot into samples here and only encodes them (the Rust hosts
 //! for `prometheus-client`, the JS package for prom-client, OpenTelemetry and plain
@@ -17,6 +18,8 @@
 //! compiler lists them); a family with a label of its own also needs an arm in
 //! [`Family::series_count`] and [`Series::label_value`].
 
+use crate::breaker::Breaker;
+use crate::fleet::FleetStatus;
 use crate::metrics::Metrics;
 use crate::outcome::Class;
 use crate::rejection::RejectReason;
@@ -77,6 +80,38 @@ table! {
         TimeInState = 12 => "tripgate_time_in_state_seconds",
         /// Cooldown left.
         CooldownRemaining = 13 => "tripgate_cooldown_remaining_seconds",
+        /// 1 in fleet mode.
+        FleetMember = 14 => "tripgate_fleet_member",
+        /// 1 while the fleet's store is unreachable.
+        FleetDegraded = 15 => "tripgate_fleet_degraded",
+        /// The last fleet generation applied.
+        FleetGeneration = 16 => "tripgate_fleet_generation",
+        /// 1 while this member holds the fleet's probe lease.
+        FleetLeaseHeld = 17 => "tripgate_fleet_lease_held",
+        /// Fleet events ignored as stale.
+        FleetStaleEvents = 18 => "tripgate_fleet_stale_events_total",
+    }
+}
+
+/// What the samples are read from: one breaker's snapshot and fleet status, taken
+/// together ([`Breaker::reading`]; a host that gets them by two calls, as the wasmtime
+/// host does, reads them one after the other).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reading {
+    /// The snapshot.
+    pub metrics: Metrics,
+    /// The fleet part (all zero outside fleet mode).
+    pub fleet: FleetStatus,
+}
+
+impl Breaker {
+    /// [`metrics`](Self::metrics) and [`fleet_status`](Self::fleet_status) at `now`, for
+    /// the exposition: a host holding the breaker's lock takes both in one hold.
+    pub fn reading(&self, now: Nanos) -> Reading {
+        Reading {
+            metrics: self.metrics(now),
+            fleet: self.fleet_status(now),
+        }
     }
 }
 
@@ -88,7 +123,8 @@ impl Family {
             | Self::Outcomes
             | Self::StaleOutcomes
             | Self::Rejections
-            | Self::Transitions => MetricType::Counter,
+            | Self::Transitions
+            | Self::FleetStaleEvents => MetricType::Counter,
             Self::State
             | Self::WindowCalls
             | Self::WindowFaults
@@ -97,7 +133,11 @@ impl Family {
             | Self::HungCalls
             | Self::InFlightProbes
             | Self::TimeInState
-            | Self::CooldownRemaining => MetricType::Gauge,
+            | Self::CooldownRemaining
+            | Self::FleetMember
+            | Self::FleetDegraded
+            | Self::FleetGeneration
+            | Self::FleetLeaseHeld => MetricType::Gauge,
         }
     }
 
@@ -119,6 +159,11 @@ impl Family {
             Self::InFlightProbes => "Half-open probes out, including those of an earlier round still at the upstream.",
             Self::TimeInState => "Time since the last transition, or since creation.",
             Self::CooldownRemaining => "Time left before an open breaker admits probes; 0 when it is not open.",
+            Self::FleetMember => "1 when the breaker is a member of a fleet sharing its state through a store, 0 otherwise.",
+            Self::FleetDegraded => "1 while the fleet's store is unreachable and the member decides alone, 0 otherwise.",
+            Self::FleetGeneration => "The generation of the last fleet event applied (0 before any, and outside fleet mode).",
+            Self::FleetLeaseHeld => "1 while this member holds the fleet's probe lease, 0 otherwise.",
+            Self::FleetStaleEvents => "Fleet events ignored because a newer generation had been applied.",
         }
     }
 
@@ -198,9 +243,9 @@ pub fn series() -> impl Iterator<Item = Series> + Clone {
     Family::ALL.iter().flat_map(|family| family.series())
 }
 
-/// Every series of one breaker with its value in `metrics`, in the order of [`series`].
-pub fn samples(metrics: &Metrics) -> impl Iterator<Item = (Series, Value)> + '_ {
-    series().map(move |series| (series, series.value(metrics)))
+/// Every series of one breaker with its value in `reading`, in the order of [`series`].
+pub fn samples(reading: &Reading) -> impl Iterator<Item = (Series, Value)> + '_ {
+    series().map(move |series| (series, series.value(reading)))
 }
 
 /// One series of a family: its label values (besides `breaker`) are fixed by the core's
@@ -240,8 +285,9 @@ impl Series {
             .filter_map(|(position, name)| Some((*name, self.label_value(position)?)))
     }
 
-    /// The series' value in `m`.
-    pub fn value(&self, m: &Metrics) -> Value {
+    /// The series' value in `reading`.
+    pub fn value(&self, reading: &Reading) -> Value {
+        let (m, fleet) = (&reading.metrics, &reading.fleet);
         let i = usize::from(self.index);
         let count = |n: Option<u64>| Value::Count(n.unwrap_or(0));
         match self.family {
@@ -263,6 +309,11 @@ impl Series {
             Family::InFlightProbes => Value::Count(u64::from(m.probes_out)),
             Family::TimeInState => Value::Seconds(m.time_in_state),
             Family::CooldownRemaining => Value::Seconds(m.cooldown_remaining),
+            Family::FleetMember => Value::Count(u64::from(fleet.enabled)),
+            Family::FleetDegraded => Value::Count(u64::from(fleet.degraded)),
+            Family::FleetGeneration => Value::Count(fleet.generation),
+            Family::FleetLeaseHeld => Value::Count(u64::from(fleet.lease_held)),
+            Family::FleetStaleEvents => Value::Count(fleet.stale_events),
         }
     }
 }

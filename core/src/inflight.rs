@@ -8,7 +8,7 @@
 //! `slow-call-duration`, and an outcome knows which count to release from its permit's
 //! start instant.
 
-use crate::time::Nanos;
+use crate::time::{since, Nanos};
 
 /// Buckets per `slow-call-duration`.
 const SUBDIVISIONS: u64 = 16;
@@ -26,10 +26,12 @@ pub(crate) struct InFlight {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct HangRing {
-    /// Starts per bucket, for buckets not yet hung, indexed by absolute bucket number.
+    /// Starts per bucket, for buckets not yet hung, indexed by bucket number.
     starts: [u32; RING],
-    /// Absolute bucket number (`instant / width`) of the newest bucket seen.
+    /// Bucket number of the newest bucket seen, counted from `origin` (not `instant /
+    /// width`, which restarts at 0 where the clock wraps from `u64::MAX`).
     head: u64,
+    origin: Nanos,
     width: Nanos,
     /// Outstanding calls whose whole start bucket is older than `slow-call-duration`.
     hung: u32,
@@ -41,7 +43,8 @@ impl InFlight {
             let width = slow.div_ceil(SUBDIVISIONS).max(1);
             HangRing {
                 starts: [0; RING],
-                head: now.checked_div(width).unwrap_or(0),
+                head: 0,
+                origin: now,
                 width,
                 hung: 0,
             }
@@ -71,7 +74,8 @@ impl InFlight {
         if let Some(ring) = &mut self.hang {
             *ring = HangRing {
                 starts: [0; RING],
-                head: now.checked_div(ring.width).unwrap_or(0),
+                head: 0,
+                origin: now,
                 width: ring.width,
                 hung: 0,
             };
@@ -95,7 +99,7 @@ impl InFlight {
         self.finish_untracked();
         if let Some(ring) = &mut self.hang {
             ring.advance(now);
-            let bucket = started.checked_div(ring.width).unwrap_or(0);
+            let bucket = ring.bucket(started);
             if ring.is_hung(bucket) {
                 ring.hung = ring.hung.saturating_sub(1);
             } else if let Some(slot) = ring.starts.get_mut(slot(bucket)) {
@@ -128,7 +132,7 @@ impl InFlight {
     }
 }
 
-/// Ring position of an absolute bucket number.
+/// Ring position of a bucket number.
 fn slot(bucket: u64) -> usize {
     usize::try_from(bucket & RING_MASK).unwrap_or(0)
 }
@@ -140,8 +144,15 @@ impl HangRing {
         self.head.saturating_sub(bucket) > SUBDIVISIONS
     }
 
+    /// The bucket number of `instant`.
+    fn bucket(&self, instant: Nanos) -> u64 {
+        since(instant, self.origin)
+            .checked_div(self.width)
+            .unwrap_or(0)
+    }
+
     fn advance(&mut self, now: Nanos) {
-        let current = now.checked_div(self.width).unwrap_or(0);
+        let current = self.bucket(now);
         let steps = current.saturating_sub(self.head);
         if steps == 0 {
             return;

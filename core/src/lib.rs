@@ -60,6 +60,7 @@ mod classify;
 mod codec;
 mod config;
 pub mod exposition;
+mod fleet;
 #[cfg(feature = "alloc")]
 mod handles;
 mod inflight;
@@ -89,6 +90,10 @@ pub use classify::{Classify, Status};
 pub use config::{
     Config, ConfigError, Field, FieldKind, Rule, MAX_BACKOFF_FACTOR, MAX_BUCKETS, MAX_PROBES,
     MAX_WINDOW_CALLS,
+};
+pub use fleet::{
+    Announcement, AnnouncementKind, FleetApplied, FleetEvent, FleetEventKind, FleetStatus,
+    MAX_QUORUM,
 };
 #[cfg(feature = "alloc")]
 pub use handles::{

@@ -93,11 +93,23 @@ impl Phase {
         self.switch(to, reason, at)
     }
 
-    /// Opens for exactly `open_for` from `at`, without backoff or jitter: an imported
-    /// state whose probes are still out waits for them, and that is no failed round.
-    pub(crate) fn restore_open(&mut self, at: Nanos, open_for: Nanos) -> Transition {
+    /// Opens for exactly `open_for` from `at`, without backoff or jitter, for `reason`:
+    /// an imported state whose probes are still out waits for them (`restored`), and a
+    /// fleet's open lasts what the fleet says (`fleet-open`); neither is a failed round.
+    pub(crate) fn open_exactly(
+        &mut self,
+        at: Nanos,
+        open_for: Nanos,
+        reason: Reason,
+    ) -> Transition {
         self.open_for = open_for;
-        self.switch(State::Open, Reason::Restored, at)
+        self.switch(State::Open, reason, at)
+    }
+
+    /// A transition outside the cooldown machinery (a fleet's close).
+    pub(crate) fn close(&mut self, at: Nanos, reason: Reason, config: &Config) -> Transition {
+        self.cooldown = config.cooldown;
+        self.switch(State::Closed, reason, at)
     }
 
     /// Every transition is made here.

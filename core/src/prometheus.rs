@@ -14,15 +14,14 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType as ClientType;
 use prometheus_client::registry::Unit;
 
-use crate::exposition::{Family, MetricType, Value, BREAKER_LABEL, MAX_LABELS};
-use crate::metrics::Metrics;
+use crate::exposition::{Family, MetricType, Reading, Value, BREAKER_LABEL, MAX_LABELS};
 
-/// Writes every family, with the series of every breaker in `breakers` (name, snapshot),
+/// Writes every family, with the series of every breaker in `breakers` (name, reading),
 /// into `encoder`: the Prometheus text format or OpenMetrics, whichever encoder the
 /// registry was asked for. Nothing is written for no breakers.
 pub fn encode<N: AsRef<str>>(
     encoder: &mut DescriptorEncoder<'_>,
-    breakers: &[(N, Metrics)],
+    breakers: &[(N, Reading)],
 ) -> fmt::Result {
     if breakers.is_empty() {
         return Ok(());
@@ -38,7 +37,7 @@ pub fn encode<N: AsRef<str>>(
         };
         let mut metric =
             encoder.encode_descriptor(family.stem(), family.help(), unit.as_ref(), kind)?;
-        for (name, metrics) in breakers {
+        for (name, reading) in breakers {
             for series in family.series() {
                 let mut labels = [(BREAKER_LABEL, name.as_ref()); 1 + MAX_LABELS];
                 let mut len: usize = 1;
@@ -48,7 +47,7 @@ pub fn encode<N: AsRef<str>>(
                 }
                 let labels = labels.get(..len).unwrap_or_default();
                 let mut sample = metric.encode_family(&labels)?;
-                match (family.kind(), series.value(metrics)) {
+                match (family.kind(), series.value(reading)) {
                     (MetricType::Counter, value) => {
                         let count = match value {
                             Value::Count(n) => n,
@@ -66,8 +65,8 @@ pub fn encode<N: AsRef<str>>(
     Ok(())
 }
 
-/// What a [`Collector`] asks for on each scrape: every breaker's name and snapshot.
-type Snapshots = dyn Fn() -> Vec<(String, Metrics)> + Send + Sync;
+/// What a [`Collector`] asks for on each scrape: every breaker's name and reading.
+type Snapshots = dyn Fn() -> Vec<(String, Reading)> + Send + Sync;
 
 /// A `prometheus-client` collector: register it with
 /// `registry.register_collector(Box::new(collector))`. The hosts build one over a breaker
@@ -78,7 +77,7 @@ pub struct Collector {
 
 impl Collector {
     /// A collector that calls `snapshots` once per scrape.
-    pub fn new(snapshots: impl Fn() -> Vec<(String, Metrics)> + Send + Sync + 'static) -> Self {
+    pub fn new(snapshots: impl Fn() -> Vec<(String, Reading)> + Send + Sync + 'static) -> Self {
         Self {
             snapshots: Box::new(snapshots),
         }

@@ -15,6 +15,8 @@ table! {
         Isolated = 2 => "isolated",
         /// Closed, but `max-in-flight` calls are already out.
         Saturated = 3 => "saturated",
+        /// Half-open in fleet mode, and another member holds the fleet's probe lease.
+        ProbingElsewhere = 4 => "probing-elsewhere",
     }
 }
 

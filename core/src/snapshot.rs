@@ -14,11 +14,15 @@
 //! most K at the upstream, across the recycle too); with no probes out it comes back
 //! exactly as it was.
 //!
-//! Layout (version 2): `"TGB" 1`, window shape (kind u8, length u16, bucket width u64),
+//! Layout (version 3): `"TGB" 3`, window shape (kind u8, length u16, bucket width u64),
 //! phase (state u8, epoch, state age, open-for, cooldown, rng: u64), probe successes and
-//! judged (u32), nine lifetime counters (u64), the transitions by route (u64 each, in
-//! `ROUTES` order), last transition (flag u8, then from, to,
-//! reason: u8, age, epoch: u64), the window, the checksum (u32).
+//! judged (u32), ten lifetime counters (u64: admitted, rejected by each of the five
+//! reasons, successes, faults, stale, transitions), the transitions by route (u64 each, in
+//! `ROUTES` order), last transition (flag u8, then from, to, reason: u8, age, epoch: u64),
+//! the window, the checksum (u32). Versions 1 (four rejection reasons) and 2 (no route
+//! counters) still import; their transitions count on no route, so after such an import
+//! the route counters add up to the transitions since the import only. Fleet membership is
+//! not carried.
 
 use core::fmt;
 
@@ -31,14 +35,14 @@ use crate::phase::Phase;
 use crate::probes::Probes;
 use crate::state::State;
 use crate::table::table;
-use crate::time::{since, Nanos};
+use crate::time::{since, Nanos, HALF_CIRCLE};
 use crate::transition::{Reason, Transition};
 use crate::window::Window;
 use crate::words::Words;
 
-/// Bytes that hold the largest export: a 64-bucket time window, 1,136 bytes (checked by
+/// Bytes that hold the largest export: a 64-bucket time window, 1,176 bytes (checked by
 /// `tests/spec.rs`), rounded up. The default 10-bucket window exports 469 bytes.
-pub const MAX_EXPORT_LEN: usize = 1152;
+pub const MAX_EXPORT_LEN: usize = 1184;
 
 /// The largest epoch an import accepts: half of what a raw permit's ticket can carry, so
 /// the importer has 2⁵⁶ transitions of room left (crafted bytes cannot put a breaker where
@@ -46,8 +50,13 @@ pub const MAX_EXPORT_LEN: usize = 1152;
 pub const MAX_IMPORT_EPOCH: u64 = MAX_EPOCH >> 1;
 
 const MAGIC: [u8; 3] = *b"TGB";
-/// 2: the transition counters by route follow the lifetime counters.
-const VERSION: u8 = 2;
+/// 3: the transition counters by route follow the lifetime counters.
+const VERSION: u8 = 3;
+/// Version 2 had no route counters.
+const VERSION_NO_ROUTES: u8 = 2;
+/// Version 1 counted four rejection reasons (before `probing-elsewhere`) and no routes;
+/// its states still import, with no rejections of the fifth.
+const VERSION_4_REASONS: u8 = 1;
 
 /// Why an export or import failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -181,6 +190,19 @@ fn shape(window: &Window, out: &mut Writer<'_>) {
     }
 }
 
+/// Time from `instant` to `now` as the bytes store it. A span of half the circle (292
+/// years) or more cannot be told from an instant after `now`, so it is stored as the
+/// longest span there is: long enough for every cooldown and window, and importable.
+fn age(now: Nanos, instant: Nanos) -> Nanos {
+    since(now, instant).min(HALF_CIRCLE - 1)
+}
+
+/// An age plus the time in transit, bounded the same way (an absurd `elapsed` means
+/// "long ago", never an instant after the import).
+fn age_plus(age: Nanos, elapsed: Nanos) -> Nanos {
+    age.saturating_add(elapsed).min(HALF_CIRCLE - 1)
+}
+
 impl Breaker {
     /// Writes the state as of `now` into `out`; returns the bytes written. A buffer of
     /// [`MAX_EXPORT_LEN`] bytes always suffices.
@@ -240,7 +262,7 @@ impl Breaker {
                     .probe_timeout
                     .saturating_sub(since(now, newest))
                     .max(1);
-                let restored = phase.restore_open(now, wait);
+                let restored = phase.open_exactly(now, wait, Reason::Restored);
                 stats.last = Some(restored);
                 stats.transitions = stats.transitions.saturating_add(1);
                 count_route(&mut stats.routes, restored.route());
@@ -254,7 +276,7 @@ impl Breaker {
         shape(&self.window, &mut w);
         w.u8(phase.state.code());
         w.u64(phase.epoch);
-        w.u64(since(now, phase.entered_at));
+        w.u64(age(now, phase.entered_at));
         w.u64(phase.open_for);
         w.u64(phase.cooldown);
         w.u64(phase.rng);
@@ -275,7 +297,7 @@ impl Breaker {
                 w.u8(t.from.code());
                 w.u8(t.to.code());
                 w.u8(t.reason.code());
-                w.u64(since(now, t.at));
+                w.u64(age(now, t.at));
                 w.u64(t.epoch);
             }
             None => w.u8(0),
@@ -286,9 +308,10 @@ impl Breaker {
 
     /// Replaces the state with one exported `elapsed` nanoseconds ago (by the exporter's
     /// reckoning), as of `now`. On error nothing changes. A breaker that has issued
-    /// permits starts an epoch past both its own and the imported one, so none of those
-    /// permits can count against the imported state; a fresh breaker takes the state
-    /// exactly. Epochs above [`MAX_IMPORT_EPOCH`] are refused.
+    /// permits or left epoch 0 starts an epoch past both its own and the imported one, so
+    /// none of its permits can count against the imported state, through any number of
+    /// imports; a fresh breaker takes the state exactly. Epochs above [`MAX_IMPORT_EPOCH`] are refused, and so are ages of 2⁶³ ns
+    /// or more (instants after the export).
     pub fn import(
         &mut self,
         bytes: &[u8],
@@ -301,7 +324,7 @@ impl Breaker {
             return Err(SnapshotError::NotAState);
         }
         let version = r.u8()?;
-        if version != VERSION {
+        if !matches!(version, VERSION | VERSION_NO_ROUTES | VERSION_4_REASONS) {
             return Err(SnapshotError::UnsupportedVersion(version));
         }
         if !intact {
@@ -314,8 +337,15 @@ impl Breaker {
             return Err(SnapshotError::WindowShape);
         }
 
-        // Instants are rebuilt as `now - (age + elapsed)` on our clock.
-        let at_age = |age: Nanos| now.wrapping_sub(age.saturating_add(elapsed));
+        // Instants are rebuilt as `now - (age + elapsed)` on our clock. An age of half the
+        // circle or more would be an instant after the export: no exporter writes one
+        // (see `age`).
+        let at_age = |age: Nanos| {
+            if age >= HALF_CIRCLE {
+                return Err(SnapshotError::Corrupt("age"));
+            }
+            Ok(now.wrapping_sub(age_plus(age, elapsed)))
+        };
         let state = decode(State::from_code, r.u8()?, "state")?;
         let epoch = r.u64()?;
         if epoch > MAX_IMPORT_EPOCH {
@@ -324,7 +354,7 @@ impl Breaker {
         let mut phase = Phase {
             state,
             epoch,
-            entered_at: at_age(r.u64()?),
+            entered_at: at_age(r.u64()?)?,
             open_for: r.u64()?,
             cooldown: r.u64()?,
             rng: r.u64()?,
@@ -342,19 +372,28 @@ impl Breaker {
             admitted: r.u64()?,
             ..Stats::default()
         };
-        r.u64s(&mut stats.rejected)?;
+        let reasons = if version == VERSION_4_REASONS {
+            4
+        } else {
+            stats.rejected.len()
+        };
+        for counter in stats.rejected.iter_mut().take(reasons) {
+            *counter = r.u64()?;
+        }
         stats.successes = r.u64()?;
         stats.faults = r.u64()?;
         stats.stale = r.u64()?;
         stats.transitions = r.u64()?;
-        r.u64s(&mut stats.routes)?;
+        if version == VERSION {
+            r.u64s(&mut stats.routes)?;
+        }
         stats.last = match r.u8()? {
             0 => None,
             1 => Some(Transition {
                 from: decode(State::from_code, r.u8()?, "last transition")?,
                 to: decode(State::from_code, r.u8()?, "last transition")?,
                 reason: decode(Reason::from_code, r.u8()?, "last transition")?,
-                at: at_age(r.u64()?),
+                at: at_age(r.u64()?)?,
                 epoch: r.u64()?,
             }),
             _ => return Err(SnapshotError::Corrupt("last transition")),
@@ -369,7 +408,10 @@ impl Breaker {
 
         let mut clock = self.clock;
         clock.observe(now);
-        if self.stats.admitted > 0 {
+        // Whether this breaker may have issued permits: it admitted calls, or it has left
+        // epoch 0 (by a transition, or by an earlier import, which also replaced the
+        // `admitted` counter).
+        if self.stats.admitted > 0 || self.phase.epoch > 0 {
             // Permits this breaker issued must not count against the imported state:
             // start an epoch past both, so every one of them is stale.
             phase.epoch = phase.epoch.max(self.phase.epoch).saturating_add(1);
@@ -382,6 +424,9 @@ impl Breaker {
             in_flight: InFlight::new(self.config.slow_call_duration, now),
             probes,
             stats,
+            // Fleet membership belongs to the process, not to the state: the adapter
+            // reconciles the imported breaker with the store.
+            fleet: self.fleet.clone(),
         };
         Ok(())
     }

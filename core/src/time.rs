@@ -36,7 +36,7 @@ pub(crate) fn since(now: Nanos, earlier: Nanos) -> Nanos {
 
 /// Half the circle of instants: a reading this far ahead of the latest, or further, is
 /// behind it.
-const HALF_CIRCLE: Nanos = 1 << 63;
+pub(crate) const HALF_CIRCLE: Nanos = 1 << 63;
 
 /// The latest instant seen; a reading moves it only forward (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -61,7 +61,7 @@ impl Watermark {
         }
     }
 
-    /// The latest instant seen.
+    /// The latest instant seen. (Not `peek(0)`: above 2⁶³, 0 is ahead of it.)
     #[inline(always)]
     pub(crate) fn latest(self) -> Nanos {
         self.0

@@ -38,6 +38,10 @@ table! {
         /// The state was exported half-open with probes out; it was restored open until
         /// those probes would have timed out.
         Restored = 13 => "restored",
+        /// The fleet opened (fleet mode): another member's trip, or its failed probe round.
+        FleetOpen = 14 => "fleet-open",
+        /// The fleet's probe round succeeded (fleet mode).
+        FleetClose = 15 => "fleet-close",
     }
 }
 
@@ -53,9 +57,12 @@ impl Reason {
             | Self::ProbeFault
             | Self::ProbeTimeout
             | Self::ProbeRateMissed
-            | Self::Restored => State::Open,
+            | Self::Restored
+            | Self::FleetOpen => State::Open,
             Self::CooldownElapsed => State::HalfOpen,
-            Self::ProbesSucceeded | Self::Released | Self::Reset => State::Closed,
+            Self::ProbesSucceeded | Self::Released | Self::Reset | Self::FleetClose => {
+                State::Closed
+            }
             Self::Isolated => State::Isolated,
             Self::Disabled => State::Disabled,
         }
@@ -96,13 +103,15 @@ const fn route(from: State, reason: Reason) -> Route {
 
 /// How many routes there are (the length of
 /// [`Metrics::transitions_by_route`](crate::Metrics::transitions_by_route)).
-pub const ROUTE_COUNT: usize = 25;
+pub const ROUTE_COUNT: usize = 29;
 
 /// Every route a transition can take, in counter order: the breaker's state machine as a
 /// list. Trips leave `closed` only (the window and hang detection run there alone), a
 /// cooldown ends an opening, probes decide a half-open round, an import that finds probes
 /// out re-opens a half-open state; an operator isolates or disables from any other state,
-/// releases an isolated or disabled breaker, and resets from anywhere (`Breaker::manual`).
+/// releases an isolated or disabled breaker, and resets from anywhere (`Breaker::manual`);
+/// in fleet mode the fleet opens a closed or half-open member (an open one only has its
+/// cooldown set) and closes an open or half-open one (`Breaker::fleet_apply`).
 /// The model-based tests check that every transition of every random history is on this
 /// list and that the route counters add up to `transitions_total`.
 pub const ROUTES: [Route; ROUTE_COUNT] = {
@@ -134,6 +143,10 @@ pub const ROUTES: [Route; ROUTE_COUNT] = {
         route(S::HalfOpen, R::Reset),
         route(S::Isolated, R::Reset),
         route(S::Disabled, R::Reset),
+        route(S::Closed, R::FleetOpen),
+        route(S::HalfOpen, R::FleetOpen),
+        route(S::Open, R::FleetClose),
+        route(S::HalfOpen, R::FleetClose),
     ]
 };
 

@@ -2,7 +2,7 @@
 //!
 //! The component comes from `TRIPGATE_COMPONENT` (a path to a built
 //! `tripgate_component.wasm`) when that is set, else it is built from the source tree this
-//! crate sits in (`component/`, two levels up), for `wasm32-wasip2` in the workspace's `wasm`
+//! crate sits in (`component/`, two levels up), for `wasm32-wasip2` in the workspace's `component`
 //! profile: a nested cargo, as wasm runtimes' build helpers do. That build shares the
 //! outer build's target directory (its own profile directory, so neither waits on the
 //! other) and is as incremental as any cargo build.
@@ -41,8 +41,45 @@ fn run() -> Result<(), String> {
             built.display()
         ));
     }
-    std::fs::write(out.join(FILE), bytes)
+    let shipped = without_debug_names(&bytes)
+        .ok_or_else(|| format!("{} is not a well-formed component", built.display()))?;
+    std::fs::write(out.join(FILE), shipped)
         .map_err(|e| format!("writing {}: {e}", out.join(FILE).display()))
+}
+
+/// The component without its `component-name` custom section: the names of its types and
+/// functions for debuggers (about 4.5 KB), which the linker writes and no host needs, as
+/// `strip = true` leaves out the core module's own. A component's top level is a header
+/// and then sections, each an id byte, a LEB128 length and that many bytes; a custom
+/// section (id 0) starts with its name. Everything else is copied as it is.
+fn without_debug_names(component: &[u8]) -> Option<Vec<u8>> {
+    let (header, mut rest) = component.split_at_checked(8)?;
+    let mut out = header.to_vec();
+    while let Some((&id, after_id)) = rest.split_first() {
+        let (len, after_len) = leb128(after_id)?;
+        let (body, after) = after_len.split_at_checked(len)?;
+        let section = rest.get(..rest.len().checked_sub(after.len())?)?;
+        let debug_names = id == 0
+            && leb128(body)
+                .is_some_and(|(name_len, name)| name.get(..name_len) == Some(b"component-name"));
+        if !debug_names {
+            out.extend_from_slice(section);
+        }
+        rest = after;
+    }
+    Some(out)
+}
+
+/// An unsigned LEB128 number (as section lengths are written) and what follows it.
+fn leb128(bytes: &[u8]) -> Option<(usize, &[u8])> {
+    let mut value = 0usize;
+    for (i, &byte) in bytes.iter().enumerate().take(5) {
+        value |= usize::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((value, bytes.get(i + 1..)?));
+        }
+    }
+    None
 }
 
 fn build_from_source(out: &Path) -> Result<PathBuf, String> {
@@ -82,7 +119,7 @@ fn build_from_source(out: &Path) -> Result<PathBuf, String> {
         "--target",
         "wasm32-wasip2",
         "--profile",
-        "wasm",
+        "component",
     ];
     // A toolchain installed before rust-toolchain.toml named the wasm targets lacks them;
     // adding one that is there is a no-op. Best effort: without rustup, the build below
@@ -119,7 +156,10 @@ fn build_from_source(out: &Path) -> Result<PathBuf, String> {
     let status = command
         .status()
         .map_err(|e| format!("running cargo: {e}"))?;
-    let built = target_dir.join("wasm32-wasip2").join("wasm").join(FILE);
+    let built = target_dir
+        .join("wasm32-wasip2")
+        .join("component")
+        .join(FILE);
     if !status.success() || !built.is_file() {
         return Err(format!(
             "building the component failed ({status}); run `cargo {}` in {} to see why \

@@ -25,8 +25,8 @@ fi
 
 # The component (component/, WIT in wit/), transpiled by jco for test/jco.test.js.
 ROOT="$(cd "$JS/.." && pwd)"
-(cd "$ROOT" && cargo build -p tripgate-component --target wasm32-wasip2 --profile wasm)
-COMPONENT="${CARGO_TARGET_DIR:-$ROOT/target}/wasm32-wasip2/wasm/tripgate_component.wasm"
+(cd "$ROOT" && cargo build -p tripgate-component --target wasm32-wasip2 --profile component)
+COMPONENT="${CARGO_TARGET_DIR:-$ROOT/target}/wasm32-wasip2/component/tripgate_component.wasm"
 if [ ! -f "$JS/test/.jco/tripgate.js" ] || [ "$COMPONENT" -nt "$JS/test/.jco/tripgate.js" ]; then
   rm -rf "$JS/test/.jco"
   node "$JS/node_modules/@bytecodealliance/jco/src/jco.js" transpile "$COMPONENT" \

@@ -26,6 +26,44 @@ pub fn expected() -> Result<String> {
     std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
 }
 
+/// The `tracing` events every Rust host emits for the scenario, as [`event_line`]
+/// writes them: level, breaker, route and epoch, in the order the calls made them.
+pub const SCENARIO_EVENTS: [&str; 8] = [
+    r#"WARN search "eu"\1: closed -> open (hung-calls) epoch 1"#,
+    "INFO ledger: closed -> disabled (disabled) epoch 1",
+    "INFO ledger: disabled -> closed (reset) epoch 2",
+    "WARN payments: closed -> open (failure-threshold) epoch 1",
+    "INFO payments: open -> half-open (cooldown-elapsed) epoch 2",
+    "INFO payments: half-open -> closed (probes-succeeded) epoch 3",
+    "WARN payments: closed -> isolated (isolated) epoch 4",
+    "INFO payments: isolated -> closed (released) epoch 5",
+];
+
+/// One captured transition event as a line of [`SCENARIO_EVENTS`]; `Err` when it is not
+/// a transition event of target `tripgate` with all five fields.
+pub fn event_line(event: &crate::trace::Captured) -> Result<String> {
+    ensure!(
+        event.target == "tripgate",
+        "an event of target {}",
+        event.target
+    );
+    let field = |name: &str| {
+        event
+            .fields
+            .get(name)
+            .ok_or_else(|| anyhow!("an event without {name}: {event:?}"))
+    };
+    Ok(format!(
+        "{} {}: {} -> {} ({}) epoch {}",
+        event.level,
+        field("breaker")?,
+        field("from")?,
+        field("to")?,
+        field("reason")?,
+        field("epoch")?
+    ))
+}
+
 /// A host that runs the scenario: named breakers on one fake clock that starts at 0.
 pub trait Host {
     /// The host's permit.

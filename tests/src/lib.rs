@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use serde_json::{Map, Value};
 use tripgate_core::{
-    Config, Field, FieldKind, GrpcSet, Metrics, Outcome, OutcomeKind, RejectReason, StatusSet,
-    MILLISECOND,
+    Config, Field, FieldKind, FleetEvent, FleetEventKind, GrpcSet, Metrics, Outcome, OutcomeKind,
+    RejectReason, StatusSet, MILLISECOND,
 };
 
 /// An outcome as a vector spells it (`success`, `status:503`, `grpc:14`, the core's
@@ -118,6 +118,32 @@ pub trait Subject: Sized {
     fn export(&mut self, now: u64) -> Result<Vec<u8>>;
     /// Imports a state; `Err` with the host's message when refused.
     fn import(&mut self, bytes: &[u8], elapsed: u64, now: u64) -> Result<(), String>;
+    /// Fleet mode: applies an event; what it did (`applied`, `stale`, `held`,
+    /// `not-in-fleet`) and the transitions.
+    fn fleet_apply(&mut self, event: FleetEvent, now: u64) -> Result<(String, Vec<Step3>)>;
+    /// Fleet mode: the store's votes (member, age in ns); whether they reach the quorum.
+    fn fleet_votes(&mut self, votes: &[(u64, u64)], now: u64) -> Result<bool>;
+    /// Fleet mode: whether the store is reachable, and the lease held for so long (ns).
+    fn fleet_store(&mut self, reachable: bool, lease: Option<u64>, now: u64) -> Result<()>;
+    /// Fleet mode: the announcement to publish, taken: kind and remaining (ns).
+    fn fleet_take_announcement(&mut self) -> Result<Option<(String, u64)>>;
+    /// Fleet mode: the status, under the vector key names (see [`fleet_status_map`]).
+    fn fleet_status(&mut self, now: u64) -> Result<BTreeMap<String, Value>>;
+}
+
+/// A core `FleetStatus` under the vector key names (`generation`, `degraded`,
+/// `lease-held`, `wants-lease`, `stale-events`).
+pub fn fleet_status_map(s: &tripgate_core::FleetStatus) -> BTreeMap<String, Value> {
+    [
+        ("generation", Value::from(s.generation)),
+        ("degraded", Value::from(s.degraded)),
+        ("lease-held", Value::from(s.lease_held)),
+        ("wants-lease", Value::from(s.wants_lease)),
+        ("stale-events", Value::from(s.stale_events)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 /// A core `Metrics` under the vector key names (`calls`, `rejected-open`,
@@ -550,6 +576,67 @@ fn run_step<S: Subject>(
                 (Err(message), true) => ensure!(!message.is_empty(), "import error has no message"),
                 (Ok(()), true) => bail!("import succeeded; expected an error"),
                 (Err(message), false) => bail!("import failed: {message}"),
+            }
+        }
+        "fleet-apply" => {
+            let kind = step["kind"].as_str().unwrap_or_default();
+            let event = FleetEvent {
+                generation: step["generation"]
+                    .as_u64()
+                    .ok_or_else(|| anyhow!("fleet-apply needs a generation"))?,
+                kind: FleetEventKind::from_name(kind)
+                    .ok_or_else(|| anyhow!("unknown fleet event kind {kind:?}"))?,
+                remaining: step
+                    .get("remaining-ms")
+                    .map_or(Ok(0), |v| ms(v, "remaining-ms"))?,
+            };
+            let (applied, transitions) = subject.fleet_apply(event, at)?;
+            if let Some(want) = expect.get("fleet-applied").and_then(Value::as_str) {
+                check("fleet-applied", applied.as_str(), want)?;
+            }
+            check("transitions", transitions, want_transitions)?;
+        }
+        "fleet-votes" => {
+            let votes = step["votes"]
+                .as_array()
+                .ok_or_else(|| anyhow!("fleet-votes needs votes"))?
+                .iter()
+                .map(|vote| {
+                    let member = vote[0].as_u64().ok_or_else(|| anyhow!("bad member"))?;
+                    Ok((member, ms(&vote[1], "age")?))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let reached = subject.fleet_votes(&votes, at)?;
+            if let Some(want) = expect_bool(expect, "quorum") {
+                check("quorum", reached, want)?;
+            }
+        }
+        "fleet-store" => {
+            let lease = match step.get("lease-ms") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(ms(v, "lease-ms")?),
+            };
+            let reachable = step["reachable"].as_bool().unwrap_or(true);
+            subject.fleet_store(reachable, lease, at)?;
+        }
+        "fleet-announcement" => {
+            let got = subject.fleet_take_announcement()?;
+            if let Some(want) = expect.get("announcement") {
+                let got = got.map(|(kind, remaining)| {
+                    serde_json::json!({ "kind": kind, "remaining-ms": remaining / MILLISECOND })
+                });
+                check("announcement", &got.unwrap_or(Value::Null), want)?;
+            }
+        }
+        "fleet-status" => {
+            let got = subject.fleet_status(at)?;
+            if let Some(want) = expect.get("fleet").and_then(Value::as_object) {
+                for (key, want) in want {
+                    let got = got
+                        .get(key)
+                        .ok_or_else(|| anyhow!("fleet status lacks {key:?}"))?;
+                    check(&format!("fleet.{key}"), got, want)?;
+                }
             }
         }
         other => bail!("unknown op {other:?}"),

@@ -4,9 +4,10 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 use serde_json::Value;
-use tripgate_core::{Breaker, Permit, Transitions, MAX_EXPORT_LEN};
+use tripgate_core::{Breaker, FleetEvent, Permit, Transitions, MAX_EXPORT_LEN};
 use tripgate_vectors::{
-    metric_map, run_all, Decision, RecordReport, Step3, Subject, VectorConfig, VectorOutcome,
+    fleet_status_map, metric_map, run_all, Decision, RecordReport, Step3, Subject, VectorConfig,
+    VectorOutcome,
 };
 
 struct Native(Breaker);
@@ -25,6 +26,32 @@ fn steps(transitions: &Transitions) -> Vec<Step3> {
 }
 
 impl Subject for Native {
+    fn fleet_apply(&mut self, event: FleetEvent, now: u64) -> Result<(String, Vec<Step3>)> {
+        let (applied, transitions) = self.0.fleet_apply(event, now);
+        Ok((applied.name().to_string(), steps(&transitions)))
+    }
+
+    fn fleet_votes(&mut self, votes: &[(u64, u64)], now: u64) -> Result<bool> {
+        Ok(self.0.fleet_votes(votes, now))
+    }
+
+    fn fleet_store(&mut self, reachable: bool, lease: Option<u64>, now: u64) -> Result<()> {
+        self.0.fleet_degraded(!reachable);
+        self.0.fleet_lease(lease, now);
+        Ok(())
+    }
+
+    fn fleet_take_announcement(&mut self) -> Result<Option<(String, u64)>> {
+        Ok(self
+            .0
+            .fleet_take_announcement()
+            .map(|a| (a.kind.name().to_string(), a.remaining)))
+    }
+
+    fn fleet_status(&mut self, now: u64) -> Result<BTreeMap<String, Value>> {
+        Ok(fleet_status_map(&self.0.fleet_status(now)))
+    }
+
     type Permit = Permit;
 
     fn create(config: &VectorConfig, now: u64) -> Result<Self, (String, String)> {

@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::{Arc, RwLock};
 
 use tripgate_core::{
-    Clock, Config, ConfigError, Metrics, Outcome, Rejection, SnapshotError, State, Transition,
-    Transitions, Verdict, MAX_EXPORT_LEN,
+    Announcement, Clock, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus, Metrics,
+    Outcome, Rejection, SnapshotError, State, Transition, Transitions, Verdict, MAX_EXPORT_LEN,
 };
 
 use crate::clock::CoarseClock;
@@ -139,6 +139,13 @@ impl<C: Clock> Breaker<C> {
         self.core.lock().metrics(now)
     }
 
+    /// [`Self::metrics`] and [`Self::fleet_status`] now, in one hold of the lock: what
+    /// the exposition reads (`tripgate_core::exposition`).
+    pub fn reading(&self) -> tripgate_core::exposition::Reading {
+        let now = self.clock.now();
+        self.core.lock().reading(now)
+    }
+
     /// Forces the breaker open until [`Self::release`].
     pub fn isolate(&self) -> Transitions {
         self.manual(tripgate_core::Breaker::isolate)
@@ -182,6 +189,46 @@ impl<C: Clock> Breaker<C> {
     pub fn import_state(&self, bytes: &[u8], elapsed: u64) -> Result<(), SnapshotError> {
         let now = self.clock.now();
         self.core.lock().import(bytes, elapsed, now)
+    }
+
+    /// Fleet mode (`fleet-quorum` set; a fleet adapter such as `tripgate-redis` drives
+    /// these in the background): applies an event from the fleet. See the core's
+    /// [`fleet_apply`](tripgate_core::Breaker::fleet_apply).
+    pub fn fleet_apply(&self, event: FleetEvent) -> (FleetApplied, Transitions) {
+        let now = self.clock.now();
+        let (applied, transitions) = self.core.lock().fleet_apply(event, now);
+        if !transitions.is_empty() {
+            self.tell(&transitions);
+        }
+        (applied, transitions)
+    }
+
+    /// Fleet mode: the store's trip votes (member id, age in ns); whether they reach the
+    /// quorum, so that the fleet opens.
+    pub fn fleet_votes(&self, votes: &[(u64, u64)]) -> bool {
+        let now = self.clock.now();
+        self.core.lock().fleet_votes(votes, now)
+    }
+
+    /// Fleet mode: whether the store is reachable, and the probe lease if this member
+    /// holds it (for so many ns from now).
+    pub fn fleet_store(&self, reachable: bool, lease: Option<u64>) {
+        let now = self.clock.now();
+        let mut core = self.core.lock();
+        core.fleet_degraded(!reachable);
+        core.fleet_lease(lease, now);
+    }
+
+    /// Fleet mode: what the last transition that needs telling asks the adapter to
+    /// publish (taken once).
+    pub fn fleet_take_announcement(&self) -> Option<Announcement> {
+        self.core.lock().fleet_take_announcement()
+    }
+
+    /// Fleet mode: the breaker's fleet state now.
+    pub fn fleet_status(&self) -> FleetStatus {
+        let now = self.clock.now();
+        self.core.lock().fleet_status(now)
     }
 
     /// Calls `listener` with every transition from now on, from whichever call caused it

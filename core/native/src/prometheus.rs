@@ -17,8 +17,9 @@
 //! assert!(text.contains("tripgate_state{breaker=\"payments\",state=\"closed\"} 1"));
 //! ```
 //!
-//! `client` is the `prometheus-client` crate this build encodes for (0.26). A scrape takes each breaker's lock once, for one `metrics()` call, before it encodes
-//! anything; the call path does no metric work at all.
+//! `client` is the `prometheus-client` crate this build encodes for (0.26). A scrape
+//! takes each breaker's lock once, for one [`Breaker::reading`] (a `metrics()` call and
+//! the fleet status), before it encodes anything; the call path does no metric work.
 
 use std::sync::Arc;
 
@@ -33,7 +34,7 @@ where
     C: Clock + Send + Sync + 'static,
 {
     let name = name.into();
-    Collector::new(move || vec![(name.clone(), breaker.metrics())])
+    Collector::new(move || vec![(name.clone(), breaker.reading())])
 }
 
 /// A collector for every breaker in `registry` at each scrape (breakers added later are
@@ -42,5 +43,5 @@ pub fn registry<C>(registry: Arc<Registry<C>>) -> Collector
 where
     C: Clock + Clone + Send + Sync + 'static,
 {
-    Collector::new(move || registry.metrics().into_iter().collect())
+    Collector::new(move || registry.readings())
 }

@@ -97,6 +97,22 @@ impl<C: Clock + Clone> Registry<C> {
             .collect()
     }
 
+    /// Every breaker's [`reading`](Breaker::reading), by name: one hold of each
+    /// breaker's lock, one at a time (a scrape never holds two).
+    pub fn readings(&self) -> Vec<(String, tripgate_core::exposition::Reading)> {
+        // The breakers are cloned out first, so the registry's read lock is not held
+        // while they are read.
+        let breakers: Vec<(String, Arc<Breaker<C>>)> = self
+            .read()
+            .iter()
+            .map(|(name, breaker)| (name.clone(), Arc::clone(breaker)))
+            .collect();
+        breakers
+            .into_iter()
+            .map(|(name, breaker)| (name, breaker.reading()))
+            .collect()
+    }
+
     fn read(&self) -> RwLockReadGuard<'_, BTreeMap<String, Arc<Breaker<C>>>> {
         self.breakers
             .read()

@@ -182,32 +182,9 @@ fn a_registrys_breakers_emit_a_tracing_event_per_transition() {
     let ((), events) = capture(|| shared::run_scenario(&mut native).unwrap());
     let seen: Vec<String> = events
         .iter()
-        .map(|e| {
-            assert_eq!(e.target, "tripgate");
-            format!(
-                "{} {}: {} -> {} ({}) epoch {}",
-                e.level,
-                e.field("breaker"),
-                e.field("from"),
-                e.field("to"),
-                e.field("reason"),
-                e.field("epoch")
-            )
-        })
+        .map(|e| shared::event_line(e).unwrap())
         .collect();
-    assert_eq!(
-        seen,
-        [
-            r#"WARN search "eu"\1: closed -> open (hung-calls) epoch 1"#,
-            "INFO ledger: closed -> disabled (disabled) epoch 1",
-            "INFO ledger: disabled -> closed (reset) epoch 2",
-            "WARN payments: closed -> open (failure-threshold) epoch 1",
-            "INFO payments: open -> half-open (cooldown-elapsed) epoch 2",
-            "INFO payments: half-open -> closed (probes-succeeded) epoch 3",
-            "WARN payments: closed -> isolated (isolated) epoch 4",
-            "INFO payments: isolated -> closed (released) epoch 5",
-        ]
-    );
+    assert_eq!(seen, shared::SCENARIO_EVENTS);
     assert_eq!(
         events[0].field("message"),
         r#"circuit breaker search "eu"\1: closed -> open (hung-calls)"#

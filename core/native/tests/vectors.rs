@@ -7,8 +7,10 @@ use std::sync::{Arc, Mutex};
 use anyhow::Result;
 use serde_json::Value;
 use tripgate::{Breaker, FakeClock, OwnedPermit, Transition, Transitions};
+use tripgate_core::FleetEvent;
 use tripgate_vectors::{
-    metric_map, run_all, Decision, RecordReport, Step3, Subject, VectorConfig, VectorOutcome,
+    fleet_status_map, metric_map, run_all, Decision, RecordReport, Step3, Subject, VectorConfig,
+    VectorOutcome,
 };
 
 struct Native {
@@ -124,6 +126,35 @@ impl Subject for Native {
         self.breaker
             .import_state(bytes, elapsed)
             .map_err(|e| e.to_string())
+    }
+
+    fn fleet_apply(&mut self, event: FleetEvent, now: u64) -> Result<(String, Vec<Step3>)> {
+        self.clock.set(now);
+        let (applied, transitions) = self.breaker.fleet_apply(event);
+        Ok((applied.name().to_string(), self.heard(Some(&transitions))))
+    }
+
+    fn fleet_votes(&mut self, votes: &[(u64, u64)], now: u64) -> Result<bool> {
+        self.clock.set(now);
+        Ok(self.breaker.fleet_votes(votes))
+    }
+
+    fn fleet_store(&mut self, reachable: bool, lease: Option<u64>, now: u64) -> Result<()> {
+        self.clock.set(now);
+        self.breaker.fleet_store(reachable, lease);
+        Ok(())
+    }
+
+    fn fleet_take_announcement(&mut self) -> Result<Option<(String, u64)>> {
+        Ok(self
+            .breaker
+            .fleet_take_announcement()
+            .map(|a| (a.kind.name().to_string(), a.remaining)))
+    }
+
+    fn fleet_status(&mut self, now: u64) -> Result<BTreeMap<String, Value>> {
+        self.clock.set(now);
+        Ok(fleet_status_map(&self.breaker.fleet_status()))
     }
 }
 

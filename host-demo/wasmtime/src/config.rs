@@ -30,6 +30,7 @@ pub(crate) fn to_wit(c: &Config) -> wit::Config {
         probe_timeout: Some(c.probe_timeout),
         fault_statuses: Some(c.fault_statuses.iter().collect()),
         fault_grpc_codes: Some(c.fault_grpc_codes.iter().collect()),
+        fleet_quorum: c.fleet_quorum,
     }
 }
 
@@ -57,6 +58,7 @@ impl Default for wit::Config {
             probe_timeout: None,
             fault_statuses: None,
             fault_grpc_codes: None,
+            fleet_quorum: None,
         }
     }
 }

@@ -51,7 +51,11 @@
 
 mod call;
 mod config;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 mod registry;
+#[cfg(feature = "tracing")]
+pub mod trace;
 
 use std::fmt;
 use std::path::Path;
@@ -87,7 +91,8 @@ pub use bindings::exports::tripgate::breaker::circuit_breaker as wit;
 /// What the breaker reports: the core's own types, as the native breaker and every other
 /// host report them.
 pub use tripgate_core::{
-    Class, Metrics, Reason, RejectReason, Rejection, State, Tally, Transition,
+    Announcement, AnnouncementKind, Class, FleetApplied, FleetEvent, FleetEventKind, FleetStatus,
+    Metrics, Reason, RejectReason, Rejection, State, Tally, Transition,
 };
 /// The outcomes `record` takes: the WIT's, unvalidated (an invalid status is the
 /// component's to refuse); the core's `Outcome` converts into it.
@@ -590,9 +595,18 @@ impl Breaker {
             .map(|m| core_metrics(&m))
     }
 
-    /// Raw permits out (issued by [`Self::acquire_raw`], not yet recorded).
-    pub fn raw_permits_out(&self) -> Result<u32> {
-        self.with(|api, store, me, _| api.call_handles_out(store, me))
+    /// [`Self::metrics`] and [`Self::fleet_status`] now, in one hold of the guest's lock
+    /// (two guest calls at one reading of the clock): what the exposition reads
+    /// (`tripgate_core::exposition`).
+    pub fn reading(&self) -> Result<tripgate_core::exposition::Reading> {
+        let (m, s) = self.with(|api, store, me, now| {
+            let m = api.call_metrics(&mut *store, me, now)?;
+            Ok((m, api.call_fleet_status(store, me, now)?))
+        })?;
+        Ok(tripgate_core::exposition::Reading {
+            metrics: core_metrics(&m),
+            fleet: core_fleet_status(&s),
+        })
     }
 
     /// Forces the breaker open until [`Self::release`].
@@ -628,6 +642,61 @@ impl Breaker {
         let transitions: Vec<Transition> = self.with(op)?.iter().map(core_transition).collect();
         self.shared.notify(&transitions);
         Ok(transitions)
+    }
+
+    /// Fleet mode (`fleet-quorum` set; a fleet adapter drives these in the background):
+    /// applies an event from the fleet (see `wit/breaker.wit`'s `fleet-apply`).
+    pub fn fleet_apply(&self, event: FleetEvent) -> Result<(FleetApplied, Vec<Transition>)> {
+        let kind = match event.kind {
+            FleetEventKind::Open => wit::FleetEventKind::Open,
+            FleetEventKind::Close => wit::FleetEventKind::Close,
+        };
+        let wit_event = wit::FleetEvent {
+            generation: event.generation,
+            kind,
+            remaining: event.remaining,
+        };
+        let applying =
+            self.with(|api, store, me, now| api.call_fleet_apply(store, me, wit_event, now))?;
+        let transitions: Vec<Transition> =
+            applying.transitions.iter().map(core_transition).collect();
+        self.shared.notify(&transitions);
+        Ok((
+            core_case(FleetApplied::from_code, applying.applied as u8),
+            transitions,
+        ))
+    }
+
+    /// Fleet mode: the store's trip votes (member id, age in ns); whether they reach the
+    /// quorum, so that the fleet opens.
+    pub fn fleet_votes(&self, votes: &[(u64, u64)]) -> Result<bool> {
+        let votes: Vec<wit::FleetVote> = votes
+            .iter()
+            .map(|&(member, age)| wit::FleetVote { member, age })
+            .collect();
+        self.with(|api, store, me, now| api.call_fleet_votes(store, me, &votes, now))
+    }
+
+    /// Fleet mode: whether the store is reachable, and the probe lease if this member
+    /// holds it (for so many ns from now).
+    pub fn fleet_store(&self, reachable: bool, lease: Option<u64>) -> Result<()> {
+        self.with(|api, store, me, now| api.call_fleet_store(store, me, reachable, lease, now))
+    }
+
+    /// Fleet mode: what the last transition that needs telling asks the adapter to
+    /// publish (taken once).
+    pub fn fleet_take_announcement(&self) -> Result<Option<Announcement>> {
+        let taken = self.with(|api, store, me, _| api.call_fleet_take_announcement(store, me))?;
+        Ok(taken.map(|a| Announcement {
+            kind: core_case(AnnouncementKind::from_code, a.kind as u8),
+            remaining: a.remaining,
+        }))
+    }
+
+    /// Fleet mode: the breaker's fleet state now.
+    pub fn fleet_status(&self) -> Result<FleetStatus> {
+        let s = self.with(|api, store, me, now| api.call_fleet_status(store, me, now))?;
+        Ok(core_fleet_status(&s))
     }
 
     /// Calls `listener` with every transition this breaker reports from now on, from
@@ -781,6 +850,18 @@ pub fn core_rejection(r: &wit::Rejection) -> Rejection {
     }
 }
 
+/// The core's fleet status for the WIT record.
+pub fn core_fleet_status(s: &wit::FleetStatus) -> FleetStatus {
+    FleetStatus {
+        enabled: s.enabled,
+        generation: s.generation,
+        degraded: s.degraded,
+        lease_held: s.lease_held,
+        wants_lease: s.wants_lease,
+        stale_events: s.stale_events,
+    }
+}
+
 /// The core's metrics for the WIT record.
 pub fn core_metrics(m: &wit::Metrics) -> Metrics {
     let mut rejected_total = [0; tripgate_core::REJECT_REASONS];
@@ -789,6 +870,7 @@ pub fn core_metrics(m: &wit::Metrics) -> Metrics {
         (RejectReason::Probing, m.rejected_probing),
         (RejectReason::Isolated, m.rejected_isolated),
         (RejectReason::Saturated, m.rejected_saturated),
+        (RejectReason::ProbingElsewhere, m.rejected_probing_elsewhere),
     ] {
         if let Some(slot) = rejected_total.get_mut(usize::from(reason.code())) {
             *slot = count;

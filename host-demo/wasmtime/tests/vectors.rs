@@ -9,10 +9,10 @@ use std::sync::Arc;
 use anyhow::Result;
 use serde_json::Value;
 use tripgate_vectors::{
-    metric_map, run_all, Decision, FieldValue, RecordReport, Step3, Subject, VectorConfig,
-    VectorOutcome,
+    fleet_status_map, metric_map, run_all, Decision, FieldValue, RecordReport, Step3, Subject,
+    VectorConfig, VectorOutcome,
 };
-use tripgate_wasmtime::{wit, Breaker, FakeClock, Outcome, Permit, Transition};
+use tripgate_wasmtime::{wit, Breaker, FakeClock, FleetEvent, Outcome, Permit, Transition};
 
 struct Wasm {
     clock: Arc<FakeClock>,
@@ -116,6 +116,7 @@ fn wit_config(config: &VectorConfig) -> wit::Config {
             F::HalfOpenRequiredSuccesses => c.half_open_required_successes = Some(wide),
             F::HalfOpenSuccessRate => c.half_open_success_rate = Some(small),
             F::ProbeTimeout => c.probe_timeout = Some(n),
+            F::FleetQuorum => c.fleet_quorum = Some(small),
             F::FaultStatuses | F::FaultGrpcCodes => {}
         }
     }
@@ -208,6 +209,30 @@ impl Subject for Wasm {
         self.at(now)
             .import_state(bytes, elapsed)
             .map_err(|e| format!("{e:#}"))
+    }
+
+    fn fleet_apply(&mut self, event: FleetEvent, now: u64) -> Result<(String, Vec<Step3>)> {
+        let (applied, transitions) = self.at(now).fleet_apply(event)?;
+        Ok((applied.name().to_string(), steps(&transitions)))
+    }
+
+    fn fleet_votes(&mut self, votes: &[(u64, u64)], now: u64) -> Result<bool> {
+        self.at(now).fleet_votes(votes)
+    }
+
+    fn fleet_store(&mut self, reachable: bool, lease: Option<u64>, now: u64) -> Result<()> {
+        self.at(now).fleet_store(reachable, lease)
+    }
+
+    fn fleet_take_announcement(&mut self) -> Result<Option<(String, u64)>> {
+        Ok(self
+            .breaker
+            .fleet_take_announcement()?
+            .map(|a| (a.kind.name().to_string(), a.remaining)))
+    }
+
+    fn fleet_status(&mut self, now: u64) -> Result<BTreeMap<String, Value>> {
+        Ok(fleet_status_map(&self.at(now).fleet_status()?))
     }
 }
 

@@ -30,12 +30,14 @@
 
 pub mod breaker;
 pub mod config;
+pub mod exposition;
 pub mod outcome;
 pub mod tables;
 pub mod time;
 
 pub use breaker::Breaker;
 pub use config::check_config;
+pub use exposition::exposition_table;
 pub use outcome::{GRPC_BASE, KIND_BASE};
 pub use tables::{reading_limit_ms, tables};
 

@@ -2,9 +2,9 @@
 //! process, interleaved round by round so both see the same machine:
 //!
 //! ```sh
-//! cargo build -p tripgate-component --target wasm32-wasip2 --profile wasm
+//! cargo build -p tripgate-component --target wasm32-wasip2 --profile component
 //! cargo run --release --manifest-path host-demo/bench/wasmtime-versions/Cargo.toml -- \
-//!     target/wasm32-wasip2/wasm/tripgate_component.wasm
+//!     target/wasm32-wasip2/component/tripgate_component.wasm
 //! ```
 //!
 //! Prints the median and the range over the rounds, in ns per call (or per pair).
@@ -47,7 +47,7 @@ macro_rules! workloads {
             cooldown: None, backoff_factor: None, max_cooldown: None, jitter_percent: None,
             jitter_seed: None, max_in_flight: None, half_open_max_probes: None,
             half_open_required_successes: None, half_open_success_rate: None,
-            probe_timeout: None, fault_statuses: None, fault_grpc_codes: None,
+            probe_timeout: None, fault_statuses: None, fault_grpc_codes: None, fleet_quorum: None,
         };
         let me = tripgate.tripgate_breaker_circuit_breaker().breaker().call_create(&mut store, &config, 0).unwrap().unwrap();
         let mut now = 0u64;

@@ -1,0 +1,315 @@
+//! Fleet mode: the rules that make breakers in many processes, guarding one upstream,
+//! act toward it like one breaker (`FLEET.md`; the wire format is `wit/fleet.md`).
+//!
+//! The store (Redis), its scripts, subscriptions and reconnects live in each host's
+//! adapter, in the background; every decision is made here, so every host decides the
+//! same and the call path never waits on the store:
+//!
+//! * **Remote events** ([`FleetEvent`]): a fleet *open* carries the remaining cooldown (a
+//!   duration, never an instant: clocks differ between hosts) and opens this breaker for
+//!   exactly that long (reason `fleet-open`); a fleet *close* closes it with an empty
+//!   window (`fleet-close`). Operator states (isolated, disabled) hold.
+//! * **Fencing**: every event carries the fleet generation (the store's counter, which
+//!   only grows); an event at or below the last generation applied is stale and changes
+//!   nothing, so a late or replayed open never re-opens a fleet that has since closed.
+//! * **One probe round fleet-wide**: in half-open a fleet member admits probes only while
+//!   it holds the fleet's probe lease ([`Breaker::fleet_lease`]); without it callers are
+//!   turned away as `probing-elsewhere`. The lease holder's round ends in an
+//!   [`Announcement`] the adapter publishes: `reopened` (a probe failed: the fleet opens
+//!   again) or `closed` (the probes succeeded: the fleet closes).
+//! * **Quorum**: a local trip is announced as `tripped`; the adapter records it as this
+//!   member's vote in the store and hands back every member's vote
+//!   ([`Breaker::fleet_votes`]); the fleet opens only once `fleet-quorum` distinct members
+//!   have tripped within one cooldown. Below quorum the member that tripped stays open on
+//!   its own, as any breaker does.
+//! * **Degraded**: with the store unreachable the adapter says so
+//!   ([`Breaker::fleet_degraded`]) and the breaker is a plain local one: it probes on its
+//!   own (K probes), without a lease, until the store is back.
+
+use crate::breaker::Breaker;
+use crate::state::State;
+use crate::table::table;
+use crate::time::{since, Nanos};
+use crate::transition::{Reason, Transitions};
+
+/// Most members a quorum can count (and the largest `fleet-quorum`).
+pub const MAX_QUORUM: u8 = 16;
+
+table! {
+    /// What a fleet event says.
+    pub enum FleetEventKind {
+        /// The fleet is open for the event's remaining cooldown.
+        Open = 0 => "open",
+        /// The fleet's probes succeeded: every member closes.
+        Close = 1 => "close",
+    }
+}
+
+/// An event from the fleet, as the store delivered it (a message, or the stored state
+/// read back when reconciling).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FleetEvent {
+    /// The fleet generation the event was published under.
+    pub generation: u64,
+    /// Open or close.
+    pub kind: FleetEventKind,
+    /// For an open: how much of the cooldown is left, as the store reckons it.
+    pub remaining: Nanos,
+}
+
+table! {
+    /// What applying a fleet event did.
+    pub enum FleetApplied {
+        /// The event moved the breaker (or found it where the event puts it).
+        Applied = 0 => "applied",
+        /// At or below the last generation applied: nothing changed.
+        Stale = 1 => "stale",
+        /// The breaker is isolated or disabled by its operator: its state holds (the
+        /// generation is still taken, so older events stay stale).
+        Held = 2 => "held",
+        /// This breaker is not in fleet mode (`fleet-quorum` unset).
+        NotInFleet = 3 => "not-in-fleet",
+    }
+}
+
+table! {
+    /// What a fleet member must tell the fleet.
+    pub enum AnnouncementKind {
+        /// It tripped on its own evidence: record its vote (and open the fleet at quorum).
+        Tripped = 0 => "tripped",
+        /// Its probe round (it held the lease) failed: the fleet opens again.
+        Reopened = 1 => "reopened",
+        /// Its probe round succeeded: the fleet closes.
+        Closed = 2 => "closed",
+    }
+}
+
+/// Something the adapter must publish, made by the transition that caused it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Announcement {
+    /// What happened.
+    pub kind: AnnouncementKind,
+    /// For `tripped` and `reopened`: the opening's length, which the fleet's open carries.
+    pub remaining: Nanos,
+}
+
+/// A fleet member's state, for its adapter and its metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FleetStatus {
+    /// In fleet mode at all.
+    pub enabled: bool,
+    /// The last fleet generation applied.
+    pub generation: u64,
+    /// The store is unreachable: deciding locally.
+    pub degraded: bool,
+    /// This member holds the probe lease.
+    pub lease_held: bool,
+    /// Half-open, in touch with the store and without the lease: the adapter should try
+    /// to take it.
+    pub wants_lease: bool,
+    /// Fleet events ignored as stale since creation.
+    pub stale_events: u64,
+}
+
+/// The fleet part of a breaker's state. Fixed size, like the rest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Fleet {
+    pub(crate) quorum: Option<u8>,
+    pub(crate) generation: u64,
+    pub(crate) degraded: bool,
+    /// The instant (this breaker's clock) the probe lease runs out.
+    pub(crate) lease_until: Option<Nanos>,
+    /// Distinct members' trip votes: member id and the instant of the trip.
+    votes: [(u64, Nanos); MAX_QUORUM as usize],
+    voters: u8,
+    pub(crate) pending: Option<Announcement>,
+    pub(crate) stale_events: u64,
+}
+
+impl Fleet {
+    pub(crate) fn new(quorum: Option<u8>) -> Self {
+        Self {
+            quorum,
+            generation: 0,
+            degraded: false,
+            lease_until: None,
+            votes: [(0, 0); MAX_QUORUM as usize],
+            voters: 0,
+            pending: None,
+            stale_events: 0,
+        }
+    }
+
+    pub(crate) fn enabled(&self) -> bool {
+        self.quorum.is_some()
+    }
+
+    /// Whether this member may admit probes at `now`: not in fleet mode, degraded, or
+    /// holding a lease that has not run out.
+    pub(crate) fn may_probe(&self, now: Nanos) -> bool {
+        !self.enabled()
+            || self.degraded
+            || self
+                .lease_until
+                .is_some_and(|until| since(until, now) > 0 && since(until, now) < 1 << 63)
+    }
+
+    /// Takes `generation` if it is newer than the last one applied; false (and counted)
+    /// when it is stale. A new generation also ends the round of votes.
+    pub(crate) fn fence(&mut self, generation: u64) -> bool {
+        if generation <= self.generation {
+            self.stale_events = self.stale_events.saturating_add(1);
+            return false;
+        }
+        self.generation = generation;
+        self.voters = 0;
+        self.lease_until = None;
+        true
+    }
+
+    /// Records `member`'s trip at `at` (a member votes once: its newest trip counts) and
+    /// says whether `quorum` distinct members have tripped within `cooldown` of `now`.
+    pub(crate) fn vote(&mut self, member: u64, at: Nanos, now: Nanos, cooldown: Nanos) -> bool {
+        let recent = |&(_, at): &(u64, Nanos)| since(now, at) < cooldown;
+        let voters = usize::from(self.voters);
+        // Keep only recent votes, then add or refresh this one.
+        let mut kept = 0usize;
+        for i in 0..voters.min(self.votes.len()) {
+            let vote = self.votes.get(i).copied().unwrap_or_default();
+            if recent(&vote) && vote.0 != member {
+                if let Some(slot) = self.votes.get_mut(kept) {
+                    *slot = vote;
+                }
+                kept = kept.saturating_add(1);
+            }
+        }
+        if recent(&(member, at)) {
+            if kept < self.votes.len() {
+                if let Some(slot) = self.votes.get_mut(kept) {
+                    *slot = (member, at);
+                }
+                kept = kept.saturating_add(1);
+            } else if let Some(oldest) = self.votes.iter_mut().max_by_key(|(_, at)| since(now, *at))
+            {
+                *oldest = (member, at);
+            }
+        }
+        self.voters = u8::try_from(kept).unwrap_or(MAX_QUORUM);
+        self.quorum
+            .is_some_and(|quorum| self.voters >= quorum.max(1))
+    }
+
+    /// The announcement a transition makes, if any: a trip on the breaker's own evidence,
+    /// or the end of a probe round this member ran under the lease (the lease ends too).
+    pub(crate) fn announce(&mut self, reason: Reason, remaining: Nanos) {
+        if !self.enabled() {
+            return;
+        }
+        let led = self.lease_until.is_some();
+        let kind = match reason {
+            Reason::FailureThreshold
+            | Reason::FailureRate
+            | Reason::SlowCallRate
+            | Reason::HungCalls => AnnouncementKind::Tripped,
+            Reason::ProbeFault | Reason::ProbeTimeout | Reason::ProbeRateMissed if led => {
+                AnnouncementKind::Reopened
+            }
+            Reason::ProbesSucceeded if led => AnnouncementKind::Closed,
+            _ => return,
+        };
+        self.lease_until = None;
+        self.pending = Some(Announcement { kind, remaining });
+    }
+}
+
+impl Breaker {
+    /// Applies an event from the fleet at `now` (see the module docs): stale below the
+    /// last generation applied, held by operator states, else the fleet's open (for the
+    /// event's remaining cooldown) or close (with an empty window).
+    pub fn fleet_apply(&mut self, event: FleetEvent, now: Nanos) -> (FleetApplied, Transitions) {
+        let now = self.clock.observe(now);
+        let mut transitions = self.settle(now);
+        if !self.fleet.enabled() {
+            return (FleetApplied::NotInFleet, transitions);
+        }
+        if !self.fleet.fence(event.generation) {
+            return (FleetApplied::Stale, transitions);
+        }
+        let from = self.phase.state;
+        match (event.kind, from) {
+            (_, State::Isolated | State::Disabled) => return (FleetApplied::Held, transitions),
+            (FleetEventKind::Open, State::Open) => {
+                // Already open: the fleet's cooldown is the one that counts.
+                self.phase.open_for =
+                    since(now, self.phase.entered_at).saturating_add(event.remaining);
+            }
+            (FleetEventKind::Open, _) if event.remaining > 0 => {
+                let transition = self
+                    .phase
+                    .open_exactly(now, event.remaining, Reason::FleetOpen);
+                transitions.push(self.entered(from, transition));
+            }
+            (FleetEventKind::Close, State::Open | State::HalfOpen) => {
+                let transition = self.phase.close(now, Reason::FleetClose, &self.config);
+                transitions.push(self.entered(from, transition));
+            }
+            _ => {}
+        }
+        (FleetApplied::Applied, transitions)
+    }
+
+    /// The fleet's trip votes, as the store holds them (member id and age at `now`),
+    /// with this member's own among them; whether they reach `fleet-quorum` within one
+    /// cooldown, so that the fleet opens. Votes from before the last fleet event do not
+    /// count (the adapter clears them in the store with each event).
+    pub fn fleet_votes(&mut self, votes: &[(u64, Nanos)], now: Nanos) -> bool {
+        let now = self.clock.observe(now);
+        let cooldown = self.config.cooldown;
+        let mut reached = false;
+        for &(member, age) in votes {
+            reached = self
+                .fleet
+                .vote(member, now.wrapping_sub(age), now, cooldown);
+        }
+        reached
+    }
+
+    /// This member took the fleet's probe lease for `held_for` from `now` (`Some`), or
+    /// lost or gave it up (`None`). In half-open, only a lease holder admits probes.
+    pub fn fleet_lease(&mut self, held_for: Option<Nanos>, now: Nanos) {
+        let now = self.clock.observe(now);
+        self.fleet.lease_until = held_for.map(|d| now.saturating_add(d.max(1)));
+    }
+
+    /// The store is unreachable (`true`) or back (`false`). Degraded, the breaker decides
+    /// as one of its own: it probes without a lease. Back, the adapter reconciles from the
+    /// store before anything else.
+    pub fn fleet_degraded(&mut self, degraded: bool) {
+        self.fleet.degraded = degraded;
+    }
+
+    /// What the last transition that needs telling asks the adapter to publish; taken
+    /// once. (A newer announcement replaces one not yet taken: the newest is the fleet's
+    /// news.)
+    pub fn fleet_take_announcement(&mut self) -> Option<Announcement> {
+        self.fleet.pending.take()
+    }
+
+    /// The fleet part of the breaker at `now`.
+    pub fn fleet_status(&self, now: Nanos) -> FleetStatus {
+        let now = self.clock.peek(now);
+        let fleet = &self.fleet;
+        let lease_held = fleet.enabled() && fleet.lease_until.is_some() && fleet.may_probe(now);
+        FleetStatus {
+            enabled: fleet.enabled(),
+            generation: fleet.generation,
+            degraded: fleet.degraded,
+            lease_held,
+            wants_lease: fleet.enabled()
+                && !fleet.degraded
+                && !lease_held
+                && self.state(now) == State::HalfOpen,
+            stale_events: fleet.stale_events,
+        }
+    }
+}

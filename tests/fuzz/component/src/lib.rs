@@ -1,0 +1,653 @@
+//! # tripgate-fuzz-component
+//!
+//! The body of the `component` fuzz target: one fresh instance of the tripgate component
+//! in wasmtime per input, driven through the bare `bindgen!` bindings (no host library
+//! in between) with arbitrary WIT values — configs with absent fields, bad codes and
+//! non-finite factors; outcomes with bad statuses and gRPC codes; raw permits with forged
+//! tickets; snapshot bytes of every kind; instants anywhere on the clock; permits given to
+//! the wrong breaker, dropped, or outliving their breaker's handle, in any order.
+//!
+//! Checked: the instance never traps (every error is a value), and every answer is the one
+//! a native `tripgate_core::Breaker` mirror gives for the same call, following the WIT's
+//! documented contract for what the component adds (a dropped or refused permit is
+//! released as `cancelled`, at the breaker's latest instant when no `now` is given).
+
+use std::sync::OnceLock;
+
+use arbitrary::{Result, Unstructured};
+use tripgate_core as core_api;
+use tripgate_fuzz::input;
+use tripgate_wasmtime::{bindings, core_metrics, core_state, core_transition, wit, COMPONENT};
+use wasmtime::component::{Component, Linker, ResourceAny};
+use wasmtime::{Engine, ResourceLimiter, Store};
+
+/// Linear memory one input may grow an instance to: far more than its breakers and
+/// permits need, so reaching it is a leak.
+const MEMORY_LIMIT: usize = 16 << 20;
+/// Most breakers and permits one input makes, so an input runs in well under a
+/// millisecond.
+const MAX_BREAKERS: usize = 6;
+const MAX_PERMITS: usize = 96;
+const MAX_STEPS: usize = 160;
+
+struct Limits;
+
+impl ResourceLimiter for Limits {
+    fn memory_growing(
+        &mut self,
+        _: usize,
+        desired: usize,
+        _: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MEMORY_LIMIT)
+    }
+
+    fn table_growing(
+        &mut self,
+        _: usize,
+        desired: usize,
+        _: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 1 << 16)
+    }
+}
+
+/// The engine and the component, compiled once per process.
+fn compiled() -> &'static (Engine, bindings::TripgatePre<Limits>) {
+    static COMPILED: OnceLock<(Engine, bindings::TripgatePre<Limits>)> = OnceLock::new();
+    COMPILED.get_or_init(|| {
+        let engine = Engine::default();
+        let component = Component::new(&engine, COMPONENT).expect("the embedded component");
+        let linker = Linker::<Limits>::new(&engine);
+        let pre = linker.instantiate_pre(&component).expect("no imports");
+        (
+            engine.clone(),
+            bindings::TripgatePre::new(pre).expect("the tripgate world"),
+        )
+    })
+}
+
+/// Unwraps a guest call: a trap is the one thing that must never happen.
+fn ok<T>(result: wasmtime::Result<T>, what: &str) -> T {
+    result.unwrap_or_else(|trap| panic!("{what} trapped: {trap:?}"))
+}
+
+/// A breaker in the instance and its native mirror.
+struct Mirror {
+    /// `None` once the host dropped its handle (its permits keep it alive in the guest).
+    handle: Option<ResourceAny>,
+    native: core_api::Breaker,
+}
+
+/// A permit resource, the breaker that issued it, and the mirror's permit (plain, so it
+/// can be rebuilt).
+struct Held {
+    resource: ResourceAny,
+    owner: usize,
+    native: core_api::RawPermit,
+}
+
+struct Fuzz {
+    store: Store<Limits>,
+    api: bindings::Tripgate,
+    breakers: Vec<Mirror>,
+    permits: Vec<Held>,
+    raws: Vec<(usize, wit::RawPermit)>,
+    snapshots: Vec<Vec<u8>>,
+}
+
+fn transitions(got: &[wit::Transition], want: &core_api::Transitions, what: &str) {
+    let got: Vec<core_api::Transition> = got.iter().map(core_transition).collect();
+    let want: Vec<core_api::Transition> = want.iter().copied().collect();
+    assert_eq!(got, want, "{what}: transitions");
+}
+
+fn rejection(got: &wit::Rejection, want: &core_api::Rejection, what: &str) {
+    assert_eq!(
+        (
+            core_state(got.state).code(),
+            got.reason as u8,
+            got.retry_after
+        ),
+        (want.state.code(), want.reason.code(), want.retry_after),
+        "{what}: rejection"
+    );
+}
+
+fn recorded(got: &wit::Recorded, want: &core_api::Recorded, what: &str) {
+    assert_eq!(
+        (got.class as u8, got.slow, got.stale),
+        (want.class.code(), want.slow, want.stale),
+        "{what}: recorded"
+    );
+    transitions(&got.transitions, &want.transitions, what);
+}
+
+/// The WIT outcome, possibly invalid, and the core's (or the error the WIT promises).
+fn outcome(
+    u: &mut Unstructured<'_>,
+) -> Result<(wit::Outcome, Result<core_api::Outcome, wit::RecordError>)> {
+    use wit::Outcome as W;
+    let status = |code: u16| {
+        core_api::Outcome::status(code).map_err(|_| wit::RecordError::InvalidStatus(code))
+    };
+    let grpc = |code: u8| {
+        core_api::Outcome::grpc(code).map_err(|_| wit::RecordError::InvalidGrpcCode(code))
+    };
+    Ok(match u.int_in_range(0..=11)? {
+        0 => (W::Success, Ok(core_api::Outcome::Success)),
+        1..=3 => {
+            let code = if u.ratio(1, 4)? {
+                u.arbitrary()?
+            } else {
+                u.int_in_range(100..=599)?
+            };
+            (W::Status(code), status(code))
+        }
+        4 => {
+            let code = *u.choose(&[0, 99, 100, 429, 503, 599, 600, u16::MAX])?;
+            (W::Status(code), status(code))
+        }
+        5 => {
+            let code = if u.ratio(1, 4)? {
+                u.arbitrary()?
+            } else {
+                u.int_in_range(0..=17)?
+            };
+            (W::Grpc(code), grpc(code))
+        }
+        6 => (W::Timeout, Ok(core_api::Outcome::Timeout)),
+        7 => (W::ConnectionError, Ok(core_api::Outcome::ConnectionError)),
+        8 => (W::Failure, Ok(core_api::Outcome::Failure)),
+        9 => (W::Cancelled, Ok(core_api::Outcome::Cancelled)),
+        _ => (W::Ignored, Ok(core_api::Outcome::Ignored)),
+    })
+}
+
+/// A WIT config, and what the core makes of it: absent fields take the defaults, and a
+/// code list with a code out of range is refused naming that list, before any other rule.
+fn config(
+    u: &mut Unstructured<'_>,
+) -> Result<(wit::Config, Result<core_api::Config, core_api::ConfigError>)> {
+    let c = input::config(u)?;
+    let d = core_api::Config::default();
+    // Each field is sent, or left out when it has its default (the component fills it).
+    macro_rules! field {
+        ($name:ident) => {
+            if c.$name == d.$name && u.arbitrary()? {
+                None
+            } else {
+                Some(c.$name)
+            }
+        };
+    }
+    macro_rules! optional {
+        ($name:ident) => {
+            c.$name
+        };
+    }
+    let mut statuses: Option<Vec<u16>> = if c.fault_statuses == d.fault_statuses && u.arbitrary()? {
+        None
+    } else {
+        Some(c.fault_statuses.iter().collect())
+    };
+    let mut grpc: Option<Vec<u8>> = if c.fault_grpc_codes == d.fault_grpc_codes && u.arbitrary()? {
+        None
+    } else {
+        Some(c.fault_grpc_codes.iter().collect())
+    };
+    let mut expected = Ok(c);
+    // Duplicates change nothing; a code out of range is refused.
+    if let Some(list) = &mut statuses {
+        if let (true, Some(&first)) = (u.ratio(1, 4)?, list.first()) {
+            list.push(first);
+        }
+        if u.ratio(1, 12)? {
+            let bad = *u.choose(&[0u16, 99, 600, u16::MAX])?;
+            let at = u.int_in_range(0..=list.len())?;
+            list.insert(at, bad);
+            expected = Err(core_api::ConfigError {
+                field: core_api::Field::FaultStatuses,
+                rule: core_api::Rule::Between(100, 599),
+            });
+        }
+    }
+    if let Some(list) = &mut grpc {
+        if u.ratio(1, 12)? {
+            let bad = *u.choose(&[17u8, 200, u8::MAX])?;
+            let at = u.int_in_range(0..=list.len())?;
+            list.insert(at, bad);
+            if expected.is_ok() {
+                expected = Err(core_api::ConfigError {
+                    field: core_api::Field::FaultGrpcCodes,
+                    rule: core_api::Rule::Between(0, 16),
+                });
+            }
+        }
+    }
+    let wit = wit::Config {
+        failure_threshold: field!(failure_threshold),
+        min_calls: field!(min_calls),
+        failure_rate: optional!(failure_rate),
+        slow_call_rate: optional!(slow_call_rate),
+        slow_call_duration: optional!(slow_call_duration),
+        window: field!(window),
+        buckets: field!(buckets),
+        window_calls: optional!(window_calls),
+        cooldown: field!(cooldown),
+        backoff_factor: if c.backoff_factor == d.backoff_factor && u.arbitrary()? {
+            None
+        } else {
+            Some(c.backoff_factor)
+        },
+        max_cooldown: optional!(max_cooldown),
+        jitter_percent: field!(jitter_percent),
+        jitter_seed: field!(jitter_seed),
+        max_in_flight: optional!(max_in_flight),
+        half_open_max_probes: field!(half_open_max_probes),
+        half_open_required_successes: field!(half_open_required_successes),
+        half_open_success_rate: optional!(half_open_success_rate),
+        probe_timeout: field!(probe_timeout),
+        fault_statuses: statuses,
+        fault_grpc_codes: grpc,
+        fleet_quorum: optional!(fleet_quorum),
+    };
+    let expected = expected.and_then(|c| c.validate().map(|()| c));
+    Ok((wit, expected))
+}
+
+impl Fuzz {
+    fn new() -> Self {
+        let (engine, pre) = compiled();
+        let mut store = Store::new(engine, Limits);
+        store.limiter(|limits| limits);
+        let api = ok(pre.instantiate(&mut store), "instantiate");
+        Self {
+            store,
+            api,
+            breakers: Vec::new(),
+            permits: Vec::new(),
+            raws: Vec::new(),
+            snapshots: Vec::new(),
+        }
+    }
+
+    /// A live breaker chosen by the input, with its handle.
+    fn pick(&self, u: &mut Unstructured<'_>) -> Result<Option<(usize, ResourceAny)>> {
+        if self.breakers.is_empty() {
+            return Ok(None);
+        }
+        let i = u.choose_index(self.breakers.len())?;
+        Ok(self.breakers[i].handle.map(|h| (i, h)))
+    }
+
+    fn reading(&self, u: &mut Unstructured<'_>, i: usize) -> Result<u64> {
+        input::reading(u, self.breakers[i].native.latest())
+    }
+
+    fn step(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        match u.int_in_range(0..=21)? {
+            0 => self.create(u),
+            1..=4 => self.acquire(u),
+            5 | 6 => self.acquire_raw(u),
+            7..=10 => self.record(u),
+            11 | 12 => self.record_raw(u),
+            13 => self.read(u),
+            14 => self.manual(u),
+            15 => self.export(u),
+            16 | 17 => self.import(u),
+            18 => self.drop_permit(u),
+            19 => self.permit_methods(u),
+            20 => self.drop_breaker(u),
+            _ => self.read(u),
+        }
+    }
+
+    fn create(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        if self.breakers.len() >= MAX_BREAKERS {
+            return Ok(());
+        }
+        let (config, expected) = config(u)?;
+        let now = input::number(u)?;
+        let api = self.api.tripgate_breaker_circuit_breaker().breaker();
+        let created = ok(api.call_create(&mut self.store, &config, now), "create");
+        match (created, expected) {
+            (Ok(handle), Ok(c)) => self.breakers.push(Mirror {
+                handle: Some(handle),
+                native: core_api::Breaker::new(c, now).expect("validated"),
+            }),
+            (Err(got), Err(want)) => {
+                assert_eq!(got.field as u8, want.field.code(), "config error field");
+                assert_eq!(got.message, want.to_string(), "config error message");
+                assert_eq!(got.rule, want.rule.to_string());
+            }
+            (got, want) => panic!("create: component {got:?}, expected {want:?} for {config:?}"),
+        }
+        Ok(())
+    }
+
+    fn acquire(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
+        if self.permits.len() >= MAX_PERMITS {
+            return Ok(());
+        }
+        let now = self.reading(u, i)?;
+        let api = self.api.tripgate_breaker_circuit_breaker().breaker();
+        let got = ok(api.call_acquire(&mut self.store, handle, now), "acquire");
+        let want = self.breakers[i].native.acquire(now);
+        transitions(&got.transitions, &want.transitions, "acquire");
+        match (got.decision, want.decision) {
+            (Ok(resource), Ok(permit)) => self.permits.push(Held {
+                resource,
+                owner: i,
+                native: permit.into_raw(),
+            }),
+            (Err(got), Err(want)) => rejection(&got, &want, "acquire"),
+            (got, want) => panic!("acquire: component {got:?}, native {want:?}"),
+        }
+        Ok(())
+    }
+
+    fn acquire_raw(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
+        let now = self.reading(u, i)?;
+        let api = self.api.tripgate_breaker_circuit_breaker().breaker();
+        let got = ok(
+            api.call_acquire_raw(&mut self.store, handle, now),
+            "acquire-raw",
+        );
+        let want = self.breakers[i].native.acquire(now);
+        transitions(&got.transitions, &want.transitions, "acquire-raw");
+        match (got.decision, want.decision) {
+            (Ok(raw), Ok(permit)) => {
+                let native = permit.into_raw();
+                assert_eq!((raw.ticket, raw.started), (native.ticket, native.started));
+                if self.raws.len() < MAX_PERMITS {
+                    self.raws.push((i, raw));
+                }
+            }
+            (Err(got), Err(want)) => rejection(&got, &want, "acquire-raw"),
+            (got, want) => panic!("acquire-raw: component {got:?}, native {want:?}"),
+        }
+        Ok(())
+    }
+
+    /// Releases a permit on its own breaker's mirror as `cancelled`, at `now`, or at that
+    /// breaker's latest instant when `now` is `None` (a destructor has no clock).
+    fn cancel(&mut self, owner: usize, raw: core_api::RawPermit, now: Option<u64>) {
+        let native = &mut self.breakers[owner].native;
+        let now = now.unwrap_or_else(|| native.latest());
+        let permit = raw.into_permit().expect("issued");
+        let _ = native.record(permit, core_api::Outcome::Cancelled, now);
+    }
+
+    /// A permit recorded on a breaker the input picks: usually its own, sometimes
+    /// another (`foreign-permit`), with an outcome that may be invalid.
+    fn record(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        if self.permits.is_empty() {
+            return Ok(());
+        }
+        let held = self
+            .permits
+            .swap_remove(u.choose_index(self.permits.len())?);
+        let target = if u.ratio(7, 8)? {
+            Some((held.owner, self.breakers[held.owner].handle))
+        } else {
+            self.pick(u)?.map(|(i, h)| (i, Some(h)))
+        };
+        let Some((i, Some(handle))) = target else {
+            // No live handle to record on: the host lets the permit go instead.
+            self.drop_held(held);
+            return Ok(());
+        };
+        let (wit_outcome, core_outcome) = outcome(u)?;
+        let now = self.reading(u, i)?;
+        let api = self.api.tripgate_breaker_circuit_breaker().breaker();
+        let got = ok(
+            api.call_record_outcome(&mut self.store, handle, held.resource, wit_outcome, now),
+            "record-outcome",
+        );
+        if i != held.owner {
+            assert_eq!(
+                got,
+                Err(wit::RecordError::ForeignPermit),
+                "a foreign permit"
+            );
+            self.cancel(held.owner, held.native, None);
+            return Ok(());
+        }
+        match core_outcome {
+            Err(error) => {
+                assert_eq!(got, Err(error), "an invalid outcome");
+                self.cancel(i, held.native, Some(now));
+            }
+            Ok(outcome) => {
+                let got = got.unwrap_or_else(|e| panic!("record-outcome refused: {e:?}"));
+                let permit = held.native.into_permit().expect("issued");
+                let want = self.breakers[i].native.record(permit, outcome, now);
+                recorded(&got, &want, "record-outcome");
+            }
+        }
+        Ok(())
+    }
+
+    /// A raw permit: one issued (to this breaker or another, maybe recorded before) or a
+    /// forged ticket.
+    fn record_raw(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
+        let raw = if !self.raws.is_empty() && u.ratio(3, 4)? {
+            let k = u.choose_index(self.raws.len())?;
+            if u.ratio(3, 4)? {
+                self.raws.swap_remove(k).1
+            } else {
+                self.raws[k].1
+            }
+        } else {
+            wit::RawPermit {
+                ticket: input::number(u)?,
+                started: input::number(u)?,
+            }
+        };
+        let (wit_outcome, core_outcome) = outcome(u)?;
+        let now = self.reading(u, i)?;
+        let api = self.api.tripgate_breaker_circuit_breaker().breaker();
+        let got = ok(
+            api.call_record_raw(&mut self.store, handle, raw, wit_outcome, now),
+            "record-raw",
+        );
+        let native_raw = core_api::RawPermit {
+            ticket: raw.ticket,
+            started: raw.started,
+        };
+        let want = match core_outcome {
+            Err(error) => Err(error),
+            Ok(outcome) => self.breakers[i]
+                .native
+                .record_raw(native_raw, outcome, now)
+                .map_err(|_| wit::RecordError::MalformedPermit),
+        };
+        match (got, want) {
+            (Ok(got), Ok(want)) => recorded(&got, &want, "record-raw"),
+            (got, want) => assert_eq!(got.err(), want.err(), "record-raw"),
+        }
+        Ok(())
+    }
+
+    fn read(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
+        let now = self.reading(u, i)?;
+        let api = self.api.tripgate_breaker_circuit_breaker().breaker();
+        let state = ok(api.call_state(&mut self.store, handle, now), "state");
+        let metrics = ok(api.call_metrics(&mut self.store, handle, now), "metrics");
+        let native = &self.breakers[i].native;
+        assert_eq!(core_state(state), native.state(now), "state");
+        assert_eq!(core_metrics(&metrics), native.metrics(now), "metrics");
+        Ok(())
+    }
+
+    fn manual(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
+        let now = self.reading(u, i)?;
+        let api = self.api.tripgate_breaker_circuit_breaker().breaker();
+        let native = &mut self.breakers[i].native;
+        let (got, want) = match u.int_in_range(0..=3)? {
+            0 => (
+                api.call_isolate(&mut self.store, handle, now),
+                native.isolate(now),
+            ),
+            1 => (
+                api.call_release(&mut self.store, handle, now),
+                native.release(now),
+            ),
+            2 => (
+                api.call_disable(&mut self.store, handle, now),
+                native.disable(now),
+            ),
+            _ => (
+                api.call_reset(&mut self.store, handle, now),
+                native.reset(now),
+            ),
+        };
+        transitions(&ok(got, "manual"), &want, "manual");
+        Ok(())
+    }
+
+    fn export(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
+        let now = self.reading(u, i)?;
+        let api = self.api.tripgate_breaker_circuit_breaker().breaker();
+        let got = ok(
+            api.call_export_state(&mut self.store, handle, now),
+            "export-state",
+        )
+        .unwrap_or_else(|e| panic!("export-state failed: {e:?}"));
+        let mut buf = [0u8; core_api::MAX_EXPORT_LEN];
+        let len = self.breakers[i].native.export(now, &mut buf).expect("fits");
+        assert_eq!(got, buf[..len], "exported bytes");
+        if self.snapshots.len() < 8 {
+            self.snapshots.push(got);
+        }
+        Ok(())
+    }
+
+    fn import(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        let Some((i, handle)) = self.pick(u)? else {
+            return Ok(());
+        };
+        let now = self.reading(u, i)?;
+        let source = if self.snapshots.is_empty() {
+            let mut buf = [0u8; core_api::MAX_EXPORT_LEN];
+            let len = self.breakers[i].native.export(now, &mut buf).expect("fits");
+            buf[..len].to_vec()
+        } else {
+            self.snapshots[u.choose_index(self.snapshots.len())?].clone()
+        };
+        let bytes = input::snapshot(u, &source)?;
+        let elapsed = input::number(u)?;
+        let api = self.api.tripgate_breaker_circuit_breaker().breaker();
+        let got = ok(
+            api.call_import_state(&mut self.store, handle, &bytes, elapsed, now),
+            "import-state",
+        );
+        let want = self.breakers[i].native.import(&bytes, elapsed, now);
+        match (got, want) {
+            (Ok(()), Ok(())) => {}
+            (Err(got), Err(want)) => {
+                assert_eq!(got.kind as u8, want.kind().code(), "snapshot error kind");
+                assert_eq!(got.message, want.to_string(), "snapshot error message");
+            }
+            (got, want) => panic!("import-state: component {got:?}, native {want:?}"),
+        }
+        Ok(())
+    }
+
+    /// The host drops a permit without an outcome: the guest records `cancelled` at the
+    /// breaker's latest instant.
+    fn drop_held(&mut self, held: Held) {
+        ok(
+            held.resource.resource_drop(&mut self.store),
+            "dropping a permit",
+        );
+        self.cancel(held.owner, held.native, None);
+    }
+
+    fn drop_permit(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        if !self.permits.is_empty() {
+            let held = self
+                .permits
+                .swap_remove(u.choose_index(self.permits.len())?);
+            self.drop_held(held);
+        }
+        Ok(())
+    }
+
+    fn permit_methods(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        if self.permits.is_empty() {
+            return Ok(());
+        }
+        let held = &self.permits[u.choose_index(self.permits.len())?];
+        let api = self.api.tripgate_breaker_circuit_breaker().permit();
+        let probe = ok(
+            api.call_is_probe(&mut self.store, held.resource),
+            "is-probe",
+        );
+        let epoch = ok(api.call_epoch(&mut self.store, held.resource), "epoch");
+        let started = ok(api.call_started(&mut self.store, held.resource), "started");
+        let native = held.native.into_permit().expect("issued");
+        assert_eq!(
+            (probe, epoch, started),
+            (native.is_probe(), native.epoch(), native.started())
+        );
+        Ok(())
+    }
+
+    /// The host drops a breaker's handle; its permits keep working (and keep it alive).
+    fn drop_breaker(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        if let Some((i, handle)) = self.pick(u)? {
+            ok(handle.resource_drop(&mut self.store), "dropping a breaker");
+            self.breakers[i].handle = None;
+        }
+        Ok(())
+    }
+
+    /// Drops everything left, in an order the input picks.
+    fn finish(&mut self, u: &mut Unstructured<'_>) {
+        while !self.permits.is_empty() || self.breakers.iter().any(|b| b.handle.is_some()) {
+            let live_breaker = self.breakers.iter().any(|b| b.handle.is_some());
+            let permit_first =
+                !self.permits.is_empty() && (!live_breaker || u.arbitrary().unwrap_or(true));
+            if permit_first {
+                let k = u.choose_index(self.permits.len()).unwrap_or(0);
+                let held = self.permits.swap_remove(k);
+                self.drop_held(held);
+            } else if let Some(b) = self.breakers.iter_mut().find(|b| b.handle.is_some()) {
+                let handle = b.handle.take().expect("a live handle");
+                ok(handle.resource_drop(&mut self.store), "dropping a breaker");
+            }
+        }
+    }
+}
+
+/// One input: a fresh instance, a history of arbitrary calls, then everything dropped.
+pub fn component(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let mut fuzz = Fuzz::new();
+    for _ in 0..MAX_STEPS {
+        if u.is_empty() || fuzz.step(&mut u).is_err() {
+            break;
+        }
+    }
+    fuzz.finish(&mut u);
+}
