@@ -5,6 +5,7 @@
 // hosts expose (tests/metrics/expected.prom), and promtool must accept the text.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
 import promClient from 'prom-client';
 import '../src/node.js';
 import { expositionTable, prometheusText } from '../src/exposition.js';
@@ -121,4 +122,24 @@ test('every family name, help and label comes from the core table (no second cop
     assert.equal(out[f.name].type, f.type);
     if (f.type === 'counter') assert.ok(f.name.endsWith('_total'), f.name);
   }
+});
+
+test("'tripgate/prometheus', 'tripgate/otel' and 'tripgate/exposition' resolve by name, with their declarations, and read the breakers of 'tripgate'", async () => {
+  const { CircuitBreaker: ByName } = await import('tripgate');
+  const prom = await import('tripgate/prometheus');
+  const otel = await import('tripgate/otel');
+  const expo = await import('tripgate/exposition');
+  assert.equal(prom.collectTripgate, collectTripgate);
+  assert.equal(otel.observeTripgate, observeTripgate);
+  assert.equal(expo.prometheusText, prometheusText);
+  assert.match(expo.prometheusText({ x: new ByName() }), /^tripgate_state\{breaker="x",state="closed"\} 1$/m);
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  for (const entry of ['./prometheus', './otel', './exposition']) {
+    for (const file of Object.values(pkg.exports[entry])) {
+      assert.ok(existsSync(new URL(`../${file}`, import.meta.url)), `${entry}: ${file}`);
+      if (file.endsWith('.d.ts')) assert.ok(pkg.files.includes(file.slice(2)), `${file} is in files`);
+    }
+  }
+  assert.equal(pkg.peerDependenciesMeta['prom-client'].optional, true);
+  assert.equal(pkg.peerDependenciesMeta['@opentelemetry/api'].optional, true);
 });
