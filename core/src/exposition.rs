@@ -108,10 +108,11 @@ impl Breaker {
     /// [`metrics`](Self::metrics) and [`fleet_status`](Self::fleet_status) at `now`, for
     /// the exposition: a host holding the breaker's lock takes both in one hold.
     pub fn reading(&self, now: Nanos) -> Reading {
-        Reading {
-            metrics: self.metrics(now),
-            fleet: self.fleet_status(now),
-        }
+        let metrics = self.metrics(now);
+        // The snapshot's effective state serves the fleet status too: one projection, so
+        // a reading costs one `metrics()` call and a few field reads.
+        let fleet = self.fleet_status_in(self.clock.peek(now), metrics.state);
+        Reading { metrics, fleet }
     }
 }
 
@@ -341,7 +342,11 @@ impl Value {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+    #![allow(
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects,
+        clippy::unwrap_used
+    )]
     extern crate std;
     use super::*;
     use std::vec::Vec;
@@ -376,6 +381,32 @@ mod tests {
         assert_eq!(Family::Rejections.stem(), "tripgate_rejections");
         assert_eq!(Family::TimeInState.stem(), "tripgate_time_in_state");
         assert_eq!(Family::State.stem(), "tripgate_state");
+    }
+
+    #[test]
+    fn a_reading_is_the_snapshot_and_the_fleet_status_of_one_instant() {
+        use crate::{Config, Outcome, SECOND};
+        let config = Config {
+            fleet_quorum: Some(1),
+            ..Config::default()
+        };
+        let mut b = Breaker::new(config, 0).unwrap();
+        for _ in 0..5 {
+            if let Ok(permit) = b.acquire(0).decision {
+                b.record(permit, Outcome::Timeout, 0);
+            }
+        }
+        b.fleet_degraded(false);
+        // Past the cooldown the breaker reads half-open without a call: the fleet status
+        // (wants the lease) must come from that same projected state.
+        for now in [SECOND, 20 * SECOND] {
+            let r = b.reading(now);
+            assert_eq!(r.metrics, b.metrics(now));
+            assert_eq!(r.fleet, b.fleet_status(now));
+        }
+        assert_eq!(b.reading(20 * SECOND).metrics.state, State::HalfOpen);
+        assert!(b.reading(20 * SECOND).fleet.wants_lease);
+        assert!(!b.reading(SECOND).fleet.wants_lease);
     }
 
     #[test]

@@ -68,7 +68,7 @@ use wasmtime::{Engine, ResourceLimiter, Store};
 
 pub use call::CallError;
 pub use config::ConfigError;
-pub use registry::Registry;
+pub use registry::{Readings, Registry};
 /// The core this host runs inside the component, for its outcome and classification types.
 pub use tripgate_core;
 pub use tripgate_core::{Classify, Status};

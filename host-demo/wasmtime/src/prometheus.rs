@@ -41,5 +41,5 @@ pub fn breaker(name: impl Into<String>, breaker: Breaker) -> Collector {
 /// A collector for every breaker in `registry` at each scrape (breakers added later are
 /// scraped too), each labelled with its name.
 pub fn registry(registry: Arc<Registry>) -> Collector {
-    Collector::new(move || registry.readings().0)
+    Collector::new(move || registry.readings().read)
 }

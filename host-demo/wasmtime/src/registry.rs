@@ -5,7 +5,18 @@ use std::sync::RwLock;
 
 use anyhow::Result;
 
+use tripgate_core::exposition::Reading;
+
 use crate::{Breaker, Config, Metrics, Runtime};
+
+/// What [`Registry::readings`] found.
+#[derive(Debug, Default)]
+pub struct Readings {
+    /// The breakers read, by name.
+    pub read: Vec<(String, Reading)>,
+    /// The breakers whose guest failed to answer, by name, with the error.
+    pub failed: Vec<(String, anyhow::Error)>,
+}
 
 /// Breakers by name (one per upstream: `"payments"`, `"identity"`). Each breaker lives in
 /// an instance of its own, so a hot upstream's breaker never waits on another's lock.
@@ -87,13 +98,8 @@ impl Registry {
 
     /// Every breaker's [`reading`](Breaker::reading), by name, one breaker at a time
     /// (the registry's lock is not held while they are read). A breaker whose guest
-    /// fails to answer is left out, with its name and the error in `failed`.
-    pub fn readings(
-        &self,
-    ) -> (
-        Vec<(String, tripgate_core::exposition::Reading)>,
-        Vec<(String, anyhow::Error)>,
-    ) {
+    /// fails to answer is in [`Readings::failed`] instead, with the error.
+    pub fn readings(&self) -> Readings {
         let breakers: Vec<(String, Breaker)> = self
             .read()
             .iter()
@@ -106,7 +112,7 @@ impl Registry {
                 Err(error) => failed.push((name, error)),
             }
         }
-        (read, failed)
+        Readings { read, failed }
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Breaker>> {

@@ -76,8 +76,8 @@ fn the_registry_collector_exposes_the_shared_scenario_as_every_host_does() {
     shared::promtool_check(&text).unwrap();
     shared::assert_matches_expected(&text).unwrap();
     shared::assert_matches_expected(&openmetrics).unwrap();
-    let (read, failed) = wasm.registry.readings();
-    assert_eq!((read.len(), failed.len()), (3, 0));
+    let readings = wasm.registry.readings();
+    assert_eq!((readings.read.len(), readings.failed.len()), (3, 0));
 }
 
 #[test]
