@@ -57,6 +57,8 @@ extern crate std;
 mod table;
 
 mod classify;
+#[cfg(feature = "quanta")]
+mod coarse;
 mod codec;
 mod config;
 pub mod exposition;
@@ -87,6 +89,8 @@ pub use breaker::{Admission, Breaker, Recorded, Verdict};
 #[cfg(feature = "std")]
 pub use classify::error_outcome;
 pub use classify::{Classify, Status};
+#[cfg(feature = "quanta")]
+pub use coarse::{CoarseClock, QuantaClock, COARSE_TICK};
 pub use config::{
     Config, ConfigError, Field, FieldKind, Rule, MAX_BACKOFF_FACTOR, MAX_BUCKETS, MAX_PROBES,
     MAX_WINDOW_CALLS,

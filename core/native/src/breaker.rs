@@ -4,11 +4,11 @@ use std::fmt;
 use std::sync::{Arc, RwLock};
 
 use tripgate_core::{
-    Announcement, Clock, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus, Metrics,
-    Outcome, Rejection, SnapshotError, State, Transition, Transitions, Verdict, MAX_EXPORT_LEN,
+    Announcement, Clock, CoarseClock, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus,
+    Metrics, Outcome, Rejection, SnapshotError, State, Transition, Transitions, Verdict,
+    MAX_EXPORT_LEN,
 };
 
-use crate::clock::CoarseClock;
 use crate::lock::Lock;
 
 /// A transition listener (see [`Breaker::on_transition`]).

@@ -46,7 +46,6 @@
 
 mod breaker;
 mod call;
-mod clock;
 mod lock;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
@@ -58,10 +57,9 @@ pub mod trace;
 
 pub use breaker::{Breaker, OwnedPermit, Permit};
 pub use call::CallError;
-pub use clock::{CoarseClock, QuantaClock, COARSE_TICK};
 pub use registry::Registry;
 pub use tripgate_core::{
-    error_outcome, Class, Classify, Clock, Config, ConfigError, FakeClock, GrpcSet, Metrics, Nanos,
-    Outcome, Reason, RejectReason, Rejection, SnapshotError, State, Status, StatusSet, Transition,
-    Transitions, Verdict, MILLISECOND, SECOND,
+    error_outcome, Class, Classify, Clock, CoarseClock, Config, ConfigError, FakeClock, GrpcSet,
+    Metrics, Nanos, Outcome, QuantaClock, Reason, RejectReason, Rejection, SnapshotError, State,
+    Status, StatusSet, Transition, Transitions, Verdict, COARSE_TICK, MILLISECOND, SECOND,
 };

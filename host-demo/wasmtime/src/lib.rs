@@ -43,8 +43,11 @@
 //!   [`CallError`] to fall back on.
 //! * [`Registry`]: named breakers, one per upstream.
 //!
-//! Time comes from a [`Clock`]: [`MonotonicClock`] (`Instant`) by default, a [`FakeClock`]
-//! in tests ([`Runtime::with_clock`]). Every decision is made inside the component by
+//! Time comes from a [`Clock`]: [`CoarseClock`] by default (a millisecond-fresh reading of
+//! the CPU's counter, one atomic load: the breaker needs bucket and millisecond precision,
+//! and an `Instant::now()` per call would be a tenth of a guarded pair), [`QuantaClock`]
+//! or [`MonotonicClock`] for exact call durations, a [`FakeClock`] in tests
+//! ([`Runtime::with_clock`]). Every decision is made inside the component by
 //! `tripgate-core`; this crate only moves values across the boundary.
 
 #![deny(missing_docs)]
@@ -73,7 +76,8 @@ pub use registry::{Readings, Registry};
 pub use tripgate_core;
 pub use tripgate_core::{Classify, Status};
 pub use tripgate_core::{
-    Clock, Config, FakeClock, GrpcSet, MonotonicClock, StatusSet, MILLISECOND, SECOND,
+    Clock, CoarseClock, Config, FakeClock, GrpcSet, MonotonicClock, QuantaClock, StatusSet,
+    MILLISECOND, SECOND,
 };
 
 /// The code `bindgen!` generates from `wit/breaker.wit` (its docs are the WIT's).
@@ -150,7 +154,7 @@ impl Runtime {
             shared: Arc::new(RuntimeShared {
                 engine,
                 pre,
-                clock: Arc::new(MonotonicClock::new()),
+                clock: Arc::new(CoarseClock::new()),
                 memory_limit: 256 << 20,
             }),
         })

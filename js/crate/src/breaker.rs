@@ -33,7 +33,7 @@ const COUNTER_SPREAD: u32 = 331_804_471;
 /// One circuit breaker, driven from JS with numbers only.
 #[wasm_bindgen]
 pub struct Breaker {
-    core: Core,
+    pub(crate) core: Core,
     permits: PermitTable,
     /// Transitions of the last call that caused any.
     transitions: Transitions,
@@ -74,7 +74,7 @@ impl Breaker {
     /// The instant a reading stands for: the reading, or the latest instant seen when it
     /// is not a valid reading.
     #[inline]
-    fn now(&self, now_ms: f64) -> Nanos {
+    pub(crate) fn now(&self, now_ms: f64) -> Nanos {
         reading(now_ms).unwrap_or_else(|| self.core.latest())
     }
 
@@ -86,7 +86,7 @@ impl Breaker {
 
     /// Keeps the transitions of a call; whether there were any.
     #[inline]
-    fn note(&mut self, transitions: Transitions) -> bool {
+    pub(crate) fn note(&mut self, transitions: Transitions) -> bool {
         if transitions.is_empty() {
             return false;
         }
