@@ -41,7 +41,7 @@ use crate::window::Window;
 use crate::words::Words;
 
 /// Bytes that hold the largest export: a 64-bucket time window, 1,176 bytes (checked by
-/// `tests/spec.rs`), rounded up. The default 10-bucket window exports 469 bytes.
+/// `tests/spec.rs`), rounded up. The default 10-bucket window exports 509 bytes.
 pub const MAX_EXPORT_LEN: usize = 1184;
 
 /// The largest epoch an import accepts: half of what a raw permit's ticket can carry, so

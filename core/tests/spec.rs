@@ -304,7 +304,7 @@ fn the_largest_export_fits_max_export_len() {
     assert!(len <= MAX_EXPORT_LEN);
     assert_eq!(
         export(&breaker(Config::default()), 0).len(),
-        469,
+        509,
         "the default window"
     );
 }

@@ -9,7 +9,7 @@
 // the upstream's answer through unchanged (status, headers, body).
 //
 // State survives recycling: after every recorded outcome the object saves
-// `breaker.exportState()` (269 bytes with the default window, times relative to the export)
+// `breaker.exportState()` (509 bytes with the default window, times relative to the export)
 // and the wall-clock time of the save in its storage (PERSIST = "transitions" saves only
 // when the state changed; "off" never saves). A new isolate (after eviction, a deploy, a crash) restores
 // it with `CircuitBreaker.importState(bytes, options, now - savedAt)`: an open breaker comes
