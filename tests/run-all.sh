@@ -40,8 +40,11 @@ cargo test --release -p tripgate-core -p tripgate-vectors -p tripgate --all-feat
 # tripgate-fuzz-component (the component target's corpus replay) joins this invocation:
 # its dependencies resolve with exactly the features the demo's do (`cargo tree -e
 # features` shows the same set with and without it), so wasmtime is still built once.
-step "Rust: the component in wasmtime (tripgate-wasmtime), the demo and the component fuzz corpus replay"
-cargo test --release -p tripgate-wasmtime -p host-demo -p tripgate-fuzz-component --features tripgate-wasmtime/tokio
+# The features prometheus and tracing add prometheus-client (with dtoa, parking_lot) and
+# tracing; none of them is a dependency of wasmtime, and `cargo tree -e features` lists
+# the same features for every crate wasmtime shares with and without them.
+step "Rust: the component in wasmtime (tripgate-wasmtime, with its metrics and tracing), the demo and the component fuzz corpus replay"
+cargo test --release -p tripgate-wasmtime -p host-demo -p tripgate-fuzz-component --features tripgate-wasmtime/tokio,tripgate-wasmtime/prometheus,tripgate-wasmtime/tracing
 
 step "JS: wasm-bindgen package and the component under jco, on Node 20 and Node 24"
 bash js/scripts/test.sh

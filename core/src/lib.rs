@@ -61,6 +61,7 @@ mod classify;
 mod coarse;
 mod codec;
 mod config;
+pub mod exposition;
 mod fleet;
 #[cfg(feature = "alloc")]
 mod handles;
@@ -70,10 +71,14 @@ mod outcome;
 mod permit;
 mod phase;
 mod probes;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 mod rejection;
 mod snapshot;
 mod state;
 mod time;
+#[cfg(feature = "tracing")]
+pub mod trace;
 mod transition;
 mod window;
 mod words;
@@ -109,6 +114,8 @@ pub use state::State;
 #[cfg(feature = "std")]
 pub use time::MonotonicClock;
 pub use time::{Clock, FakeClock, Nanos, MILLISECOND, SECOND};
-pub use transition::{Reason, Transition, Transitions, MAX_TRANSITIONS};
+pub use transition::{
+    Reason, Route, Transition, Transitions, MAX_TRANSITIONS, ROUTES, ROUTE_COUNT,
+};
 pub use window::Tally;
 pub use words::Words;

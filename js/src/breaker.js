@@ -12,6 +12,7 @@ import { outcomeCode } from './classify.js';
 import { CircuitOpenError, InvalidStateError, disposedError, rangeError, typeError } from './errors.js';
 import { Listeners } from './events.js';
 import { execute, rejection, settle } from './execute.js';
+import { READ } from './exposition.js';
 import { checkVotes, fleetEvent, fleetStore } from './fleet-args.js';
 import { isReading, own, readOptions, readingError } from './options.js';
 import { onInstall, wasm } from './tables.js';
@@ -240,6 +241,16 @@ export class CircuitBreaker {
   /** The effective state now: `closed`, `open`, `half-open`, `isolated` or `disabled`. */
   get state() {
     return STATES[this.#w.state(this.#now())];
+  }
+
+  /**
+   * Writes the value of every exposition series now into `out`, in the core's order
+   * (js/src/exposition.js): one wasm call. `false` for a disposed breaker.
+   */
+  [READ](out) {
+    if (this.#w === DISPOSED) return false;
+    this.#w.exposition(this.#now(), out);
+    return true;
   }
 
   /** A metrics snapshot (allocates; not for the hot path). */

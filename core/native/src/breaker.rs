@@ -139,6 +139,13 @@ impl<C: Clock> Breaker<C> {
         self.core.lock().metrics(now)
     }
 
+    /// [`Self::metrics`] and [`Self::fleet_status`] now, in one hold of the lock: what
+    /// the exposition reads (`tripgate_core::exposition`).
+    pub fn reading(&self) -> tripgate_core::exposition::Reading {
+        let now = self.clock.now();
+        self.core.lock().reading(now)
+    }
+
     /// Forces the breaker open until [`Self::release`].
     pub fn isolate(&self) -> Transitions {
         self.manual(tripgate_core::Breaker::isolate)

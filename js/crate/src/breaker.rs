@@ -78,6 +78,12 @@ impl Breaker {
         reading(now_ms).unwrap_or_else(|| self.core.latest())
     }
 
+    /// The core breaker and the instant `now_ms` stands for, for the exposition
+    /// ([`crate::exposition`]), which reads without changing anything.
+    pub(crate) fn core_at(&self, now_ms: f64) -> (&Core, Nanos) {
+        (&self.core, self.now(now_ms))
+    }
+
     /// Keeps the transitions of a call; whether there were any.
     #[inline]
     pub(crate) fn note(&mut self, transitions: Transitions) -> bool {

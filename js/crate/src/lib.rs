@@ -31,6 +31,7 @@
 
 pub mod breaker;
 pub mod config;
+pub mod exposition;
 pub mod fleet;
 pub mod outcome;
 pub mod tables;
@@ -38,6 +39,7 @@ pub mod time;
 
 pub use breaker::Breaker;
 pub use config::check_config;
+pub use exposition::exposition_table;
 pub use outcome::{GRPC_BASE, KIND_BASE};
 pub use tables::{reading_limit_ms, tables};
 

@@ -47,11 +47,11 @@ fn with_age(offset: usize, age: u64) -> Vec<u8> {
 /// on the time in transit (`elapsed` saturated). Found by the `snapshot` target.
 #[test]
 fn imported_ages_beyond_half_the_circle_are_corrupt() {
-    // Layout version 2: the state's age follows magic, version, window shape (15 bytes),
+    // Layout version 3: the state's age follows magic, version, window shape (15 bytes),
     // state (1) and epoch (8); the last transition's age follows the 10 counters, the
-    // probe counts and the transition's flag, from, to and reason.
+    // route counters, the probe counts and the transition's flag, from, to and reason.
     const STATE_AGE: usize = 24;
-    const LAST_AGE: usize = STATE_AGE + 8 * 4 + 4 * 2 + 8 * 10 + 4;
+    const LAST_AGE: usize = STATE_AGE + 8 * 4 + 4 * 2 + 8 * 10 + 8 * tripgate_core::ROUTE_COUNT + 4;
     for offset in [STATE_AGE, LAST_AGE] {
         let mut fresh = Breaker::new(Config::default(), 5 * SECOND).unwrap();
         let before = fresh.clone();
