@@ -690,9 +690,13 @@ fn stored_age(bytes: &[u8]) -> u64 {
             .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
     };
     // The last transition's flag follows the lifetime counters: nine in version 1 (an
-    // import still takes those bytes), ten in version 2. Its age follows the flag, from,
-    // to and reason.
-    let flag = if bytes.get(3) == Some(&1) { 136 } else { 144 };
+    // import still takes those bytes), ten in version 2, ten and the route counters in
+    // version 3. Its age follows the flag, from, to and reason.
+    let flag = match bytes.get(3) {
+        Some(1) => 136,
+        Some(2) => 144,
+        _ => 144 + 8 * tripgate_core::ROUTE_COUNT,
+    };
     let last = if bytes.get(flag) == Some(&1) {
         u64_at(flag + 4)
     } else {
