@@ -5,7 +5,7 @@
 export type State = 'closed' | 'open' | 'half-open' | 'isolated' | 'disabled';
 
 /** Why a call was turned away. */
-export type RejectReason = 'open' | 'probing' | 'isolated' | 'saturated';
+export type RejectReason = 'open' | 'probing' | 'isolated' | 'saturated' | 'probing-elsewhere';
 
 /**
  * Why a transition happened. The names come from the core at run time
@@ -15,7 +15,7 @@ export type RejectReason = 'open' | 'probing' | 'isolated' | 'saturated';
 export type TransitionReason =
   | 'failure-threshold' | 'failure-rate' | 'slow-call-rate' | 'hung-calls' | 'cooldown-elapsed'
   | 'probe-fault' | 'probe-timeout' | 'probes-succeeded' | 'probe-rate-missed' | 'isolated'
-  | 'released' | 'disabled' | 'reset' | 'restored'
+  | 'released' | 'disabled' | 'reset' | 'restored' | 'fleet-open' | 'fleet-close'
   | (string & {});
 
 /** How the breaker classified an outcome. */
@@ -53,7 +53,7 @@ export type Permit = number;
  * core's reject reason. Filled in when the wasm module is installed (at import on Node,
  * by `initSync`/`init` on the web entry).
  */
-export declare const Rejected: Readonly<{ OPEN: -1; PROBING: -2; ISOLATED: -3; SATURATED: -4 }>;
+export declare const Rejected: Readonly<{ OPEN: -1; PROBING: -2; ISOLATED: -3; SATURATED: -4; PROBING_ELSEWHERE: -5 }>;
 
 export interface CircuitBreakerOptions {
   /** Faults in the window that trip the breaker (with at least `minCalls` calls). Default 5. */
@@ -99,6 +99,12 @@ export interface CircuitBreakerOptions {
   faultStatuses?: Iterable<number>;
   /** gRPC codes that are faults; replaces the default (4, 8, 13, 14). */
   faultGrpcCodes?: Iterable<number>;
+  /**
+   * Fleet mode (1–16): distinct members that must trip within one cooldown before the
+   * fleet opens. Unset: a breaker of its own. Join a fleet with `joinFleet` from
+   * `tripgate/fleet`.
+   */
+  fleetQuorum?: number;
   /**
    * Default `timeoutMs` for `execute`. None by default. Any finite length > 0: beyond
    * setTimeout's 2^31 - 1 ms the timer re-arms in steps.
@@ -206,6 +212,47 @@ export declare class InvalidStateError extends Error {
   readonly code: 'ERR_TRIPGATE_INVALID_STATE';
 }
 
+/** A fleet event as the store delivered it (wit/fleet.md). */
+export interface FleetEvent {
+  /** The fleet generation it was published under: an integer from 0 to 2^53 - 1. */
+  generation: number | bigint;
+  kind: 'open' | 'close';
+  /** For `open`: the cooldown left, in ms. Default 0. */
+  remainingMs?: number;
+}
+
+/** What `fleetApply` did. */
+export type FleetApplied = 'applied' | 'stale' | 'held' | 'not-in-fleet';
+
+/** A member's trip vote: its 64-bit id (a bigint, a safe integer or 1–16 hex digits) and age. */
+export interface FleetVote {
+  member: bigint | number | string;
+  ageMs: number;
+}
+
+/** What the fleet must be told (from `fleetTakeAnnouncement`). */
+export interface FleetAnnouncement {
+  kind: 'tripped' | 'reopened' | 'closed';
+  /** For `tripped` and `reopened`: the opening's length in ms. */
+  remainingMs: number;
+}
+
+/** The fleet part of a breaker. */
+export interface FleetStatus {
+  /** `fleetQuorum` is set. */
+  enabled: boolean;
+  /** The last fleet generation applied. */
+  generation: number;
+  /** The store is unreachable: deciding locally. */
+  degraded: boolean;
+  /** This member holds the fleet's probe lease. */
+  leaseHeld: boolean;
+  /** Half-open, in touch with the store, without the lease. */
+  wantsLease: boolean;
+  /** Fleet events ignored as stale. */
+  staleEvents: number;
+}
+
 /** Option errors carry the option's name. */
 export interface OptionError extends Error {
   readonly code: 'ERR_INVALID_ARG_TYPE' | 'ERR_OUT_OF_RANGE';
@@ -280,6 +327,21 @@ export declare class CircuitBreaker {
   once(event: 'clock-error', listener: (problem: ClockError) => void): this;
   off(event: BreakerEvent, listener: (transition: Transition) => void): this;
   off(event: 'clock-error', listener: (problem: ClockError) => void): this;
+
+  /**
+   * Fleet mode, the adapter's side (`tripgate/fleet` calls these in the background; the
+   * rules are the core's). Applies a fleet event; its transitions (`fleet-open`,
+   * `fleet-close`) reach the listeners like any other. Bad arguments throw, naming them.
+   */
+  fleetApply(event: FleetEvent): FleetApplied;
+  /** The store's trip votes (this member's among them): whether they reach `fleetQuorum`. */
+  fleetVotes(votes: Iterable<FleetVote>): boolean;
+  /** Whether the store is reachable, and the probe lease if this member holds it (ms from now). */
+  fleetStore(store: { reachable: boolean; leaseMs?: number | null }): void;
+  /** What the fleet must be told, taken once; null when nothing is pending. */
+  fleetTakeAnnouncement(): FleetAnnouncement | null;
+  /** The fleet part of the breaker now. */
+  fleetStatus(): FleetStatus;
 
   /** Permits handed out and not yet recorded. */
   readonly outstandingPermits: number;

@@ -40,13 +40,16 @@ cargo test --release -p tripgate-core -p tripgate-vectors -p tripgate --all-feat
 # tripgate-fuzz-component (the component target's corpus replay) joins this invocation:
 # its dependencies resolve with exactly the features the demo's do (`cargo tree -e
 # features` shows the same set with and without it), so wasmtime is still built once.
-# tripgate-redis (fleet mode) joins this invocation: its tests put native and wasmtime
+# The features prometheus and tracing add prometheus-client (with dtoa, parking_lot) and
+# tracing; none of them is a dependency of wasmtime, and `cargo tree -e features` lists
+# the same features for every crate wasmtime shares with and without them.
+# tripgate-redis (fleet mode) joins this invocation too: its tests put native and wasmtime
 # breakers in one fleet, and the demo depends on it anyway; its redis, tokio and quanta
 # dependencies leave the features wasmtime's dependencies see unchanged (wasmtime is not
 # rebuilt after `cargo run --release -p host-demo`). Its tests and the fleet demo's start
 # their own redis-server (Debian's package: apt-get install redis-server).
-step "Rust: the component in wasmtime (tripgate-wasmtime), the demo, the fleet adapter on a real redis-server, and the component fuzz corpus replay"
-cargo test --release -p tripgate-wasmtime -p host-demo -p tripgate-fuzz-component -p tripgate-redis --features tripgate-wasmtime/tokio,tripgate-redis/native,tripgate-redis/server
+step "Rust: the component in wasmtime (tripgate-wasmtime, with its metrics and tracing), the demo, the fleet adapter on a real redis-server, and the component fuzz corpus replay"
+cargo test --release -p tripgate-wasmtime -p host-demo -p tripgate-fuzz-component -p tripgate-redis --features tripgate-wasmtime/tokio,tripgate-wasmtime/prometheus,tripgate-wasmtime/tracing,tripgate-redis/native,tripgate-redis/server
 
 step "JS: wasm-bindgen package and the component under jco, on Node 20 and Node 24"
 bash js/scripts/test.sh

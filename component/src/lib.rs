@@ -525,6 +525,7 @@ impl wit::GuestBreaker for BreakerResource {
             faults_total: m.faults_total,
             stale_total: m.stale_total,
             transitions_total: m.transitions_total,
+            transitions_by_route: m.transitions_by_route.to_vec(),
             time_in_state: m.time_in_state,
             cooldown_remaining: m.cooldown_remaining,
             last_transition: m.last_transition.as_ref().map(transition),

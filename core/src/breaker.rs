@@ -8,7 +8,7 @@
 use crate::config::{Config, ConfigError};
 use crate::fleet::Fleet;
 use crate::inflight::InFlight;
-use crate::metrics::{bump, Metrics, Stats};
+use crate::metrics::{bump, count_route, Metrics, Routes, Stats};
 use crate::outcome::{classify, Class, Outcome};
 use crate::permit::{MalformedPermit, Permit, RawPermit};
 use crate::phase::Phase;
@@ -16,7 +16,7 @@ use crate::probes::Probes;
 use crate::rejection::{RejectReason, Rejection};
 use crate::state::State;
 use crate::time::{since, Nanos, Watermark, SECOND};
-use crate::transition::{Reason, Transition, Transitions, MAX_TRANSITIONS};
+use crate::transition::{Reason, Route, Transition, Transitions, MAX_TRANSITIONS};
 use crate::window::{Tally, Window};
 
 /// Longest `retry-after` given to callers turned away while probes are out: probes
@@ -87,6 +87,17 @@ pub(crate) struct Projection {
     pub(crate) last: Option<Transition>,
     pub(crate) transitions: u64,
     pub(crate) probe_timeouts: u64,
+    /// The routes of those transitions, oldest first.
+    pub(crate) routes: [Option<Route>; TIME_TRANSITIONS],
+}
+
+impl Projection {
+    /// `routes` with the projected transitions counted too.
+    pub(crate) fn add_routes(&self, routes: &mut Routes) {
+        for route in self.routes.iter().flatten() {
+            count_route(routes, *route);
+        }
+    }
 }
 
 /// A circuit breaker. Plain data: no clock, no allocation, no interior mutability; wrap
@@ -413,12 +424,16 @@ impl Breaker {
     /// Counters and state as of `now`. Changes nothing.
     pub fn metrics(&self, now: Nanos) -> Metrics {
         let now = self.clock.peek(now);
+        let projection = self.projected(now);
+        let mut transitions_by_route = self.stats.routes;
+        projection.add_routes(&mut transitions_by_route);
         let Projection {
             phase,
             last,
             transitions,
             probe_timeouts,
-        } = self.projected(now);
+            ..
+        } = projection;
         Metrics {
             state: phase.state,
             epoch: phase.epoch,
@@ -440,6 +455,7 @@ impl Breaker {
             faults_total: self.stats.faults.saturating_add(probe_timeouts),
             stale_total: self.stats.stale,
             transitions_total: self.stats.transitions.saturating_add(transitions),
+            transitions_by_route,
             time_in_state: since(now, phase.entered_at),
             cooldown_remaining: if phase.state == State::Open {
                 phase.remaining(now)
@@ -540,14 +556,19 @@ impl Breaker {
             last: self.stats.last,
             transitions: 0,
             probe_timeouts: 0,
+            routes: [None; TIME_TRANSITIONS],
         };
         let mut oldest = self.oldest_probe(now);
-        for _ in 0..TIME_TRANSITIONS {
+        for slot in 0..TIME_TRANSITIONS {
             let phase = &mut projection.phase;
             let Some((to, reason, at)) = phase.due(now, oldest, &self.config) else {
                 break;
             };
-            projection.last = Some(phase.enter(to, reason, at, &self.config));
+            let transition = phase.enter(to, reason, at, &self.config);
+            if let Some(route) = projection.routes.get_mut(slot) {
+                *route = Some(transition.route());
+            }
+            projection.last = Some(transition);
             oldest = None; // a transition releases every probe
             bump(&mut projection.transitions);
             if reason == Reason::ProbeTimeout {
@@ -576,6 +597,7 @@ impl Breaker {
         };
         self.fleet.announce(transition.reason, opening);
         bump(&mut self.stats.transitions);
+        count_route(&mut self.stats.routes, transition.route());
         self.stats.last = Some(transition);
         // Permits of the old epoch are stale from here on: they hold nothing, except that a
         // re-opened round's probes linger in their slots (see `probes`).

@@ -49,6 +49,14 @@ impl<'a> Writer<'a> {
     pub(crate) fn u64(&mut self, v: u64) {
         self.bytes(&v.to_le_bytes());
     }
+    /// A run of `u64`s. Out of line: inlined, the loop over a fixed-length array is
+    /// unrolled, and the component has a size budget.
+    #[inline(never)]
+    pub(crate) fn u64s(&mut self, values: &[u64]) {
+        for v in values {
+            self.u64(*v);
+        }
+    }
 
     /// The bytes written so far, or `None` if the buffer ran out.
     pub(crate) fn written(&self) -> Option<&[u8]> {
@@ -105,6 +113,14 @@ impl<'a> Reader<'a> {
     }
     pub(crate) fn u64(&mut self) -> Result<u64, Invalid> {
         self.take().map(u64::from_le_bytes)
+    }
+    /// Fills `out` with `u64`s (out of line, as `Writer::u64s`).
+    #[inline(never)]
+    pub(crate) fn u64s(&mut self, out: &mut [u64]) -> Result<(), Invalid> {
+        for v in out {
+            *v = self.u64()?;
+        }
+        Ok(())
     }
 
     /// Whether every byte has been read.

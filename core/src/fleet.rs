@@ -298,6 +298,12 @@ impl Breaker {
     /// The fleet part of the breaker at `now`.
     pub fn fleet_status(&self, now: Nanos) -> FleetStatus {
         let now = self.clock.peek(now);
+        self.fleet_status_in(now, self.state(now))
+    }
+
+    /// [`Self::fleet_status`] at an observed `now` whose effective state is known
+    /// (`Breaker::reading` has it from the snapshot, and so projects once, not twice).
+    pub(crate) fn fleet_status_in(&self, now: Nanos, state: State) -> FleetStatus {
         let fleet = &self.fleet;
         let lease_held = fleet.enabled() && fleet.lease_until.is_some() && fleet.may_probe(now);
         FleetStatus {
@@ -308,7 +314,7 @@ impl Breaker {
             wants_lease: fleet.enabled()
                 && !fleet.degraded
                 && !lease_held
-                && self.state(now) == State::HalfOpen,
+                && state == State::HalfOpen,
             stale_events: fleet.stale_events,
         }
     }

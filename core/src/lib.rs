@@ -57,8 +57,11 @@ extern crate std;
 mod table;
 
 mod classify;
+#[cfg(feature = "quanta")]
+mod coarse;
 mod codec;
 mod config;
+pub mod exposition;
 mod fleet;
 #[cfg(feature = "alloc")]
 mod handles;
@@ -68,10 +71,14 @@ mod outcome;
 mod permit;
 mod phase;
 mod probes;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 mod rejection;
 mod snapshot;
 mod state;
 mod time;
+#[cfg(feature = "tracing")]
+pub mod trace;
 mod transition;
 mod window;
 mod words;
@@ -82,6 +89,8 @@ pub use breaker::{Admission, Breaker, Recorded, Verdict};
 #[cfg(feature = "std")]
 pub use classify::error_outcome;
 pub use classify::{Classify, Status};
+#[cfg(feature = "quanta")]
+pub use coarse::{CoarseClock, QuantaClock, COARSE_TICK};
 pub use config::{
     Config, ConfigError, Field, FieldKind, Rule, MAX_BACKOFF_FACTOR, MAX_BUCKETS, MAX_PROBES,
     MAX_WINDOW_CALLS,
@@ -105,6 +114,8 @@ pub use state::State;
 #[cfg(feature = "std")]
 pub use time::MonotonicClock;
 pub use time::{Clock, FakeClock, Nanos, MILLISECOND, SECOND};
-pub use transition::{Reason, Transition, Transitions, MAX_TRANSITIONS};
+pub use transition::{
+    Reason, Route, Transition, Transitions, MAX_TRANSITIONS, ROUTES, ROUTE_COUNT,
+};
 pub use window::Tally;
 pub use words::Words;

@@ -4,7 +4,7 @@
 use crate::rejection::RejectReason;
 use crate::state::State;
 use crate::time::Nanos;
-use crate::transition::Transition;
+use crate::transition::{Route, Transition, ROUTE_COUNT};
 use crate::window::Tally;
 
 /// How many rejection reasons there are (the length of [`Metrics::rejected_total`]).
@@ -37,6 +37,9 @@ pub struct Metrics {
     pub stale_total: u64,
     /// Transitions since creation.
     pub transitions_total: u64,
+    /// Transitions since creation by the way they went, indexed by [`Route::index`] (the
+    /// order of [`ROUTES`](crate::ROUTES)); they add up to `transitions_total`.
+    pub transitions_by_route: [u64; ROUTE_COUNT],
     /// Time since the last transition (or creation).
     pub time_in_state: Nanos,
     /// Remaining cooldown when open, else 0.
@@ -53,6 +56,15 @@ impl Metrics {
             .copied()
             .unwrap_or(0)
     }
+
+    /// Transitions that went by `route` (0 for a way no transition goes).
+    pub fn transitions(&self, route: Route) -> u64 {
+        route
+            .index()
+            .and_then(|i| self.transitions_by_route.get(i))
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 /// Lifetime counters.
@@ -64,7 +76,20 @@ pub(crate) struct Stats {
     pub(crate) faults: u64,
     pub(crate) stale: u64,
     pub(crate) transitions: u64,
+    /// `transitions` by route. Kept last, after the counters the hot paths write.
+    pub(crate) routes: Routes,
     pub(crate) last: Option<Transition>,
+}
+
+/// Transition counters by route ([`Metrics::transitions_by_route`]).
+pub(crate) type Routes = [u64; ROUTE_COUNT];
+
+/// Counts one transition that went by `route`. Every route a transition takes is in
+/// `ROUTES` (checked by the model tests, which add the counters up against the total).
+pub(crate) fn count_route(routes: &mut Routes, route: Route) {
+    if let Some(counter) = route.index().and_then(|i| routes.get_mut(i)) {
+        bump(counter);
+    }
 }
 
 #[inline(always)]

@@ -14,19 +14,22 @@
 //! most K at the upstream, across the recycle too); with no probes out it comes back
 //! exactly as it was.
 //!
-//! Layout (version 2): `"TGB" 2`, window shape (kind u8, length u16, bucket width u64),
+//! Layout (version 3): `"TGB" 3`, window shape (kind u8, length u16, bucket width u64),
 //! phase (state u8, epoch, state age, open-for, cooldown, rng: u64), probe successes and
 //! judged (u32), ten lifetime counters (u64: admitted, rejected by each of the five
-//! reasons, successes, faults, stale, transitions), last transition (flag u8, then from,
-//! to, reason: u8, age, epoch: u64), the window, the checksum (u32). Version 1, with four
-//! rejection reasons, still imports. Fleet membership is not carried.
+//! reasons, successes, faults, stale, transitions), the transitions by route (u64 each, in
+//! `ROUTES` order), last transition (flag u8, then from, to, reason: u8, age, epoch: u64),
+//! the window, the checksum (u32). Versions 1 (four rejection reasons) and 2 (no route
+//! counters) still import; their transitions count on no route, so after such an import
+//! the route counters add up to the transitions since the import only. Fleet membership is
+//! not carried.
 
 use core::fmt;
 
 use crate::breaker::Breaker;
 use crate::codec::{Invalid, Reader, Writer};
 use crate::inflight::InFlight;
-use crate::metrics::Stats;
+use crate::metrics::{count_route, Stats};
 use crate::permit::MAX_EPOCH;
 use crate::phase::Phase;
 use crate::probes::Probes;
@@ -37,8 +40,9 @@ use crate::transition::{Reason, Transition};
 use crate::window::Window;
 use crate::words::Words;
 
-/// Bytes that hold the largest export (64 buckets).
-pub const MAX_EXPORT_LEN: usize = 1024;
+/// Bytes that hold the largest export: a 64-bucket time window, 1,176 bytes (checked by
+/// `tests/spec.rs`), rounded up. The default 10-bucket window exports 509 bytes.
+pub const MAX_EXPORT_LEN: usize = 1184;
 
 /// The largest epoch an import accepts: half of what a raw permit's ticket can carry, so
 /// the importer has 2⁵⁶ transitions of room left (crafted bytes cannot put a breaker where
@@ -46,9 +50,12 @@ pub const MAX_EXPORT_LEN: usize = 1024;
 pub const MAX_IMPORT_EPOCH: u64 = MAX_EPOCH >> 1;
 
 const MAGIC: [u8; 3] = *b"TGB";
-const VERSION: u8 = 2;
-/// Version 1 counted four rejection reasons (before `probing-elsewhere`); its states
-/// still import, with no rejections of the fifth.
+/// 3: the transition counters by route follow the lifetime counters.
+const VERSION: u8 = 3;
+/// Version 2 had no route counters.
+const VERSION_NO_ROUTES: u8 = 2;
+/// Version 1 counted four rejection reasons (before `probing-elsewhere`) and no routes;
+/// its states still import, with no rejections of the fifth.
 const VERSION_4_REASONS: u8 = 1;
 
 /// Why an export or import failed.
@@ -235,6 +242,7 @@ impl Breaker {
             phase = projection.phase;
             stats.last = projection.last;
             stats.transitions = stats.transitions.saturating_add(projection.transitions);
+            projection.add_routes(&mut stats.routes);
             stats.faults = stats.faults.saturating_add(projection.probe_timeouts);
             probes = Probes::new();
         }
@@ -254,8 +262,10 @@ impl Breaker {
                     .probe_timeout
                     .saturating_sub(since(now, newest))
                     .max(1);
-                stats.last = Some(phase.open_exactly(now, wait, Reason::Restored));
+                let restored = phase.open_exactly(now, wait, Reason::Restored);
+                stats.last = Some(restored);
                 stats.transitions = stats.transitions.saturating_add(1);
+                count_route(&mut stats.routes, restored.route());
                 probes = Probes::new();
             }
         }
@@ -272,14 +282,15 @@ impl Breaker {
         w.u64(phase.rng);
         w.u32(probes.successes);
         w.u32(probes.judged);
-        for counter in [stats.admitted].iter().chain(&stats.rejected).chain(&[
+        w.u64(stats.admitted);
+        w.u64s(&stats.rejected);
+        w.u64s(&[
             stats.successes,
             stats.faults,
             stats.stale,
             stats.transitions,
-        ]) {
-            w.u64(*counter);
-        }
+        ]);
+        w.u64s(&stats.routes);
         match stats.last {
             Some(t) => {
                 w.u8(1);
@@ -313,7 +324,7 @@ impl Breaker {
             return Err(SnapshotError::NotAState);
         }
         let version = r.u8()?;
-        if version != VERSION && version != VERSION_4_REASONS {
+        if !matches!(version, VERSION | VERSION_NO_ROUTES | VERSION_4_REASONS) {
             return Err(SnapshotError::UnsupportedVersion(version));
         }
         if !intact {
@@ -373,6 +384,9 @@ impl Breaker {
         stats.faults = r.u64()?;
         stats.stale = r.u64()?;
         stats.transitions = r.u64()?;
+        if version == VERSION {
+            r.u64s(&mut stats.routes)?;
+        }
         stats.last = match r.u8()? {
             0 => None,
             1 => Some(Transition {

@@ -45,6 +45,145 @@ table! {
     }
 }
 
+impl Reason {
+    /// The state a transition for this reason enters: every reason leads to exactly one
+    /// state, so a transition's `to` never needs counting apart from its reason.
+    pub const fn to(self) -> State {
+        match self {
+            Self::FailureThreshold
+            | Self::FailureRate
+            | Self::SlowCallRate
+            | Self::HungCalls
+            | Self::ProbeFault
+            | Self::ProbeTimeout
+            | Self::ProbeRateMissed
+            | Self::Restored
+            | Self::FleetOpen => State::Open,
+            Self::CooldownElapsed => State::HalfOpen,
+            Self::ProbesSucceeded | Self::Released | Self::Reset | Self::FleetClose => {
+                State::Closed
+            }
+            Self::Isolated => State::Isolated,
+            Self::Disabled => State::Disabled,
+        }
+    }
+}
+
+/// A way a transition can go: the state it leaves and why (the reason fixes the state it
+/// enters, [`Reason::to`]). The unit the lifetime transition counters count in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Route {
+    /// The state left.
+    pub from: State,
+    /// Why.
+    pub reason: Reason,
+}
+
+impl Route {
+    /// The state entered.
+    pub const fn to(self) -> State {
+        self.reason.to()
+    }
+
+    /// The route's position in [`ROUTES`], which is also the position of its counter in
+    /// [`Metrics::transitions_by_route`](crate::Metrics::transitions_by_route).
+    pub fn index(self) -> Option<usize> {
+        // A table lookup, not a search of ROUTES: a search compiles to ~760 bytes of
+        // WebAssembly, and the component has a size budget.
+        let index = ROUTE_INDEX
+            .get(usize::from(self.reason.code()))?
+            .get(usize::from(self.from.code()))?;
+        (*index != NO_ROUTE).then_some(usize::from(*index))
+    }
+}
+
+const fn route(from: State, reason: Reason) -> Route {
+    Route { from, reason }
+}
+
+/// How many routes there are (the length of
+/// [`Metrics::transitions_by_route`](crate::Metrics::transitions_by_route)).
+pub const ROUTE_COUNT: usize = 29;
+
+/// Every route a transition can take, in counter order: the breaker's state machine as a
+/// list. Trips leave `closed` only (the window and hang detection run there alone), a
+/// cooldown ends an opening, probes decide a half-open round, an import that finds probes
+/// out re-opens a half-open state; an operator isolates or disables from any other state,
+/// releases an isolated or disabled breaker, and resets from anywhere (`Breaker::manual`);
+/// in fleet mode the fleet opens a closed or half-open member (an open one only has its
+/// cooldown set) and closes an open or half-open one (`Breaker::fleet_apply`).
+/// The model-based tests check that every transition of every random history is on this
+/// list and that the route counters add up to `transitions_total`.
+pub const ROUTES: [Route; ROUTE_COUNT] = {
+    use Reason as R;
+    use State as S;
+    [
+        route(S::Closed, R::FailureThreshold),
+        route(S::Closed, R::FailureRate),
+        route(S::Closed, R::SlowCallRate),
+        route(S::Closed, R::HungCalls),
+        route(S::Open, R::CooldownElapsed),
+        route(S::HalfOpen, R::ProbeFault),
+        route(S::HalfOpen, R::ProbeTimeout),
+        route(S::HalfOpen, R::ProbesSucceeded),
+        route(S::HalfOpen, R::ProbeRateMissed),
+        route(S::HalfOpen, R::Restored),
+        route(S::Closed, R::Isolated),
+        route(S::Open, R::Isolated),
+        route(S::HalfOpen, R::Isolated),
+        route(S::Disabled, R::Isolated),
+        route(S::Isolated, R::Released),
+        route(S::Disabled, R::Released),
+        route(S::Closed, R::Disabled),
+        route(S::Open, R::Disabled),
+        route(S::HalfOpen, R::Disabled),
+        route(S::Isolated, R::Disabled),
+        route(S::Closed, R::Reset),
+        route(S::Open, R::Reset),
+        route(S::HalfOpen, R::Reset),
+        route(S::Isolated, R::Reset),
+        route(S::Disabled, R::Reset),
+        route(S::Closed, R::FleetOpen),
+        route(S::HalfOpen, R::FleetOpen),
+        route(S::Open, R::FleetClose),
+        route(S::HalfOpen, R::FleetClose),
+    ]
+};
+
+/// [`ROUTE_INDEX`]'s mark for a way no transition goes.
+const NO_ROUTE: u8 = u8::MAX;
+
+/// Each route's position in [`ROUTES`], by reason and state left ([`NO_ROUTE`] where no
+/// transition goes), made from `ROUTES` at compile time.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+const ROUTE_INDEX: [[u8; State::ALL.len()]; Reason::ALL.len()] = {
+    let mut table = [[NO_ROUTE; State::ALL.len()]; Reason::ALL.len()];
+    let mut i = 0;
+    while i < ROUTE_COUNT {
+        table[ROUTES[i].reason as usize][ROUTES[i].from as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+// No route twice, or two counters would share one route's transitions.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+const _: () = {
+    let mut i = 0;
+    while i < ROUTE_COUNT {
+        let mut j = i + 1;
+        while j < ROUTE_COUNT {
+            assert!(
+                !(ROUTES[i].from as u8 == ROUTES[j].from as u8
+                    && ROUTES[i].reason as u8 == ROUTES[j].reason as u8),
+                "a route is listed twice"
+            );
+            j += 1;
+        }
+        i += 1;
+    }
+};
+
 /// A change of state. Made in one place only (`Phase::enter`), so a transition the
 /// breaker makes, one a read projects and one an export writes are built alike.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -61,6 +200,13 @@ pub struct Transition {
     pub at: Nanos,
     /// The epoch entered.
     pub epoch: u64,
+}
+
+impl Transition {
+    /// The way it went: the state left and the reason.
+    pub const fn route(&self) -> Route {
+        route(self.from, self.reason)
+    }
 }
 
 /// Most transitions one call can cause: time alone can make two due (a probe timeout that

@@ -39,6 +39,40 @@ impl Tally {
     }
 }
 
+/// The sums of a time window's buckets. Up to 64 buckets of at most `u32::MAX` each never
+/// fill a `u64`, so the sums are exact however full the buckets are, and expiring a
+/// bucket takes away exactly what it held (a saturated `u32` total took away more than it
+/// had counted of it). Read as a [`Tally`], saturated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Sums {
+    calls: u64,
+    faults: u64,
+    slow: u64,
+}
+
+impl Sums {
+    fn add(&mut self, bucket: Tally) {
+        self.calls = self.calls.saturating_add(u64::from(bucket.calls));
+        self.faults = self.faults.saturating_add(u64::from(bucket.faults));
+        self.slow = self.slow.saturating_add(u64::from(bucket.slow));
+    }
+
+    fn remove(&mut self, bucket: Tally) {
+        self.calls = self.calls.saturating_sub(u64::from(bucket.calls));
+        self.faults = self.faults.saturating_sub(u64::from(bucket.faults));
+        self.slow = self.slow.saturating_sub(u64::from(bucket.slow));
+    }
+
+    fn tally(&self) -> Tally {
+        let read = |sum: u64| u32::try_from(sum).unwrap_or(u32::MAX);
+        Tally {
+            calls: read(self.calls),
+            faults: read(self.faults),
+            slow: read(self.slow),
+        }
+    }
+}
+
 /// A window in one of its two shapes.
 // Without an allocator there is nothing to box into; the size is bounded and known.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,7 +149,7 @@ pub(crate) struct TimeWindow {
     /// Instant the newest bucket began.
     anchor: Nanos,
     /// Sum of all buckets.
-    total: Tally,
+    total: Sums,
 }
 
 impl TimeWindow {
@@ -134,7 +168,7 @@ impl TimeWindow {
             head: 0,
             width: width.max(1),
             anchor: now,
-            total: Tally::default(),
+            total: Sums::default(),
         }
     }
 
@@ -169,10 +203,14 @@ impl TimeWindow {
     fn record(&mut self, now: Nanos, fault: bool, slow: bool) -> Tally {
         self.advance(now);
         if let Some(bucket) = self.buckets.get_mut(usize::from(self.head)) {
+            // The total takes what the bucket took: nothing once the bucket is full, so
+            // the total stays the sum of the buckets.
+            let before = *bucket;
             bucket.add(fault, slow);
-            self.total.add(fault, slow);
+            self.total.add(*bucket);
+            self.total.remove(before);
         }
-        self.total
+        self.total.tally()
     }
 
     fn tally_at(&self, now: Nanos) -> Tally {
@@ -188,7 +226,7 @@ impl TimeWindow {
                 total.remove(*bucket);
             }
         }
-        total
+        total.tally()
     }
 
     fn clear(&mut self, now: Nanos) {
@@ -244,9 +282,7 @@ impl TimeWindow {
             if let Some(slot) = window.buckets.get_mut(usize::from(index)) {
                 *slot = bucket;
             }
-            window.total.calls = window.total.calls.saturating_add(bucket.calls);
-            window.total.faults = window.total.faults.saturating_add(bucket.faults);
-            window.total.slow = window.total.slow.saturating_add(bucket.slow);
+            window.total.add(bucket);
             // Newest first on the wire; lay them out backwards from the head (index 0).
             index = index.checked_sub(1).unwrap_or(len.saturating_sub(1));
         }

@@ -225,6 +225,91 @@ fn export(b: &Breaker, now: u64) -> Vec<u8> {
 }
 
 #[test]
+fn transitions_are_counted_by_route_and_a_read_counts_what_time_made_due() {
+    use tripgate_core::Route;
+    let route = |from, reason| Route { from, reason };
+    let mut b = breaker(Config::default());
+    calls(&mut b, 5, status(503), S);
+    let trip = route(State::Closed, Reason::FailureThreshold);
+    let cooldown = route(State::Open, Reason::CooldownElapsed);
+    assert_eq!(b.metrics(S).transitions(trip), 1);
+    // The cooldown has passed: a read already counts that transition, once...
+    let m = b.metrics(20 * S);
+    assert_eq!((m.transitions(cooldown), m.transitions_total), (1, 2));
+    // ...and making it real (the probe's acquire) does not count it again.
+    let probe = admit(&mut b, 20 * S);
+    assert_eq!(b.metrics(20 * S).transitions(cooldown), 1);
+    drop(probe);
+    b.isolate(21 * S);
+    b.release(22 * S);
+    b.disable(23 * S);
+    b.reset(24 * S);
+    let m = b.metrics(24 * S);
+    for (from, reason) in [
+        (State::HalfOpen, Reason::Isolated),
+        (State::Isolated, Reason::Released),
+        (State::Closed, Reason::Disabled),
+        (State::Disabled, Reason::Reset),
+    ] {
+        assert_eq!(m.transitions(route(from, reason)), 1, "{from} {reason}");
+    }
+    assert_eq!(
+        m.transitions_by_route.iter().sum::<u64>(),
+        m.transitions_total
+    );
+    assert_eq!(m.transitions_total, 6);
+    // A way no transition goes has no counter.
+    assert_eq!(
+        m.transitions(route(State::Open, Reason::ProbesSucceeded)),
+        0
+    );
+    assert_eq!(route(State::Open, Reason::ProbesSucceeded).index(), None);
+
+    // The transitions an export makes itself travel in the bytes: a re-open for a probe
+    // still out (`restored`), and a probe timeout that fell due before the export.
+    let mut b = breaker(Config::default());
+    calls(&mut b, 5, status(503), 0);
+    let _probe = admit(&mut b, 15 * S);
+    for (at, made) in [
+        (16 * S, route(State::HalfOpen, Reason::Restored)),
+        (31 * S, route(State::HalfOpen, Reason::ProbeTimeout)),
+    ] {
+        let mut copy = breaker(Config::default());
+        copy.import(&export(&b, at), 0, at).unwrap();
+        let m = copy.metrics(at);
+        assert_eq!(m.transitions(made), 1, "{made:?}");
+        assert_eq!(
+            m.transitions_by_route.iter().sum::<u64>(),
+            m.transitions_total
+        );
+    }
+}
+
+#[test]
+fn the_largest_export_fits_max_export_len() {
+    let config = Config {
+        buckets: 64,
+        window: 64 * S,
+        ..Config::default()
+    };
+    let mut b = breaker(config);
+    b.disable(0);
+    // Every bucket non-empty, and counters far from zero (fixed widths: values do not
+    // change the length).
+    for i in 0..64 {
+        calls(&mut b, 3, status(503), i * S);
+    }
+    let len = export(&b, 64 * S).len();
+    assert_eq!(len, 1_176, "the figure MAX_EXPORT_LEN's doc gives");
+    assert!(len <= MAX_EXPORT_LEN);
+    assert_eq!(
+        export(&breaker(Config::default()), 0).len(),
+        509,
+        "the default window"
+    );
+}
+
+#[test]
 fn snapshot_round_trip_is_exact() {
     let mut b = breaker(Config::default());
     calls(&mut b, 3, status(503), S);

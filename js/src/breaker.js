@@ -12,6 +12,8 @@ import { outcomeCode } from './classify.js';
 import { CircuitOpenError, InvalidStateError, disposedError, rangeError, typeError } from './errors.js';
 import { Listeners } from './events.js';
 import { execute, rejection, settle } from './execute.js';
+import { READ } from './exposition.js';
+import { checkVotes, fleetEvent, fleetStore } from './fleet-args.js';
 import { isReading, own, readOptions, readingError } from './options.js';
 import { onInstall, wasm } from './tables.js';
 
@@ -24,6 +26,11 @@ let STATES = [];
 let REASONS = [];
 let REJECT_REASONS = [];
 let CLASSES = [];
+let FLEET_EVENT_KINDS = [];
+let FLEET_APPLIED = [];
+let ANNOUNCEMENT_KINDS = [];
+let fleetStatusBuffer = new Float64Array(0);
+const announcementBuffer = new Float64Array(1);
 let transitionBuffer = new Float64Array(0);
 let metricsBuffer = new Float64Array(0);
 /**
@@ -40,6 +47,10 @@ onInstall((t) => {
   REASONS = t.reasons;
   REJECT_REASONS = t.rejectReasons;
   CLASSES = t.classes;
+  FLEET_EVENT_KINDS = t.fleetEventKinds;
+  FLEET_APPLIED = t.fleetApplied;
+  ANNOUNCEMENT_KINDS = t.announcementKinds;
+  fleetStatusBuffer = new Float64Array(t.fleetStatusLen);
   transitionBuffer = new Float64Array(t.maxTransitions * WIDTH);
   metricsBuffer = new Float64Array(t.metricsLen);
   DISPOSED = {};
@@ -49,6 +60,13 @@ onInstall((t) => {
     };
   }
 });
+
+/**
+ * The durations a fleet adapter needs from a breaker's config (`{ cooldownMs,
+ * probeTimeoutMs }`, the core's defaults applied): a symbol, so they stay off the public
+ * API.
+ */
+export const fleetTimings = Symbol('tripgate.fleetTimings');
 
 /**
  * A circuit breaker. See index.d.ts for the documented API.
@@ -225,6 +243,16 @@ export class CircuitBreaker {
     return STATES[this.#w.state(this.#now())];
   }
 
+  /**
+   * Writes the value of every exposition series now into `out`, in the core's order
+   * (js/src/exposition.js): one wasm call. `false` for a disposed breaker.
+   */
+  [READ](out) {
+    if (this.#w === DISPOSED) return false;
+    this.#w.exposition(this.#now(), out);
+    return true;
+  }
+
   /** A metrics snapshot (allocates; not for the hot path). */
   metrics() {
     const m = metricsBuffer;
@@ -330,6 +358,65 @@ export class CircuitBreaker {
   /** Permits handed out and not yet recorded (diagnostics). */
   get outstandingPermits() {
     return this.#w.outstanding();
+  }
+
+  // ---- fleet mode ---------------------------------------------------------------------------
+  // The adapter's side of the breaker (tripgate/fleet drives these in the background; see
+  // FLEET.md and wit/fleet.md). Every rule is the core's: these only check arguments.
+
+  /**
+   * Applies an event from the fleet: `{ generation, kind: 'open' | 'close', remainingMs }`.
+   * Returns what it did: `applied`, `stale`, `held` or `not-in-fleet`. Its transitions
+   * (`fleet-open`, `fleet-close`) reach the listeners like any other.
+   */
+  fleetApply(event) {
+    const { generation, kind, remainingMs } = fleetEvent(event, FLEET_EVENT_KINDS);
+    const r = this.#w.fleet_apply(generation, kind, remainingMs, this.#now());
+    if (r >= 16) this.#emitTransitions();
+    return FLEET_APPLIED[r & 15];
+  }
+
+  /**
+   * The fleet's trip votes as the store holds them: `[{ member, ageMs }]`, `member` a
+   * 64-bit id (a bigint, or 1-16 hex digits). Whether they reach `fleetQuorum`.
+   */
+  fleetVotes(votes) {
+    const { members, ages } = checkVotes(votes);
+    return this.#w.fleet_votes(members, ages, this.#now());
+  }
+
+  /**
+   * What the store says of this member: `{ reachable, leaseMs }`, `leaseMs` how long it
+   * holds the fleet's probe lease from now (absent or null: not held).
+   */
+  fleetStore(store) {
+    const { reachable, leaseMs } = fleetStore(store);
+    this.#w.fleet_store(reachable, leaseMs, this.#now());
+  }
+
+  [fleetTimings]() {
+    return { cooldownMs: this.#w.cooldown_ms(), probeTimeoutMs: this.#w.probe_timeout_ms() };
+  }
+
+  /** What the fleet must be told, taken once: `{ kind, remainingMs }`, or null. */
+  fleetTakeAnnouncement() {
+    const kind = this.#w.fleet_take_announcement(announcementBuffer);
+    if (kind < 0) return null;
+    return { kind: ANNOUNCEMENT_KINDS[kind], remainingMs: announcementBuffer[0] };
+  }
+
+  /** `{ enabled, generation, degraded, leaseHeld, wantsLease, staleEvents }` now. */
+  fleetStatus() {
+    const s = fleetStatusBuffer;
+    this.#w.fleet_status(this.#now(), s);
+    return {
+      enabled: s[0] === 1,
+      generation: s[1],
+      degraded: s[2] === 1,
+      leaseHeld: s[3] === 1,
+      wantsLease: s[4] === 1,
+      staleEvents: s[5],
+    };
   }
 
   // ---- events -----------------------------------------------------------------------------

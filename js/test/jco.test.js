@@ -67,7 +67,8 @@ function componentSubject(circuitBreaker) {
             slow: m.window.slow, 'in-flight': m.inFlight, hung: m.hung, 'probes-out': m.probesOut,
             'admitted-total': Number(m.admittedTotal), 'rejected-open': Number(m.rejectedOpen),
             'rejected-probing': Number(m.rejectedProbing), 'rejected-isolated': Number(m.rejectedIsolated),
-            'rejected-saturated': Number(m.rejectedSaturated), 'successes-total': Number(m.successesTotal),
+            'rejected-saturated': Number(m.rejectedSaturated),
+            'rejected-probing-elsewhere': Number(m.rejectedProbingElsewhere), 'successes-total': Number(m.successesTotal),
             'faults-total': Number(m.faultsTotal), 'stale-total': Number(m.staleTotal),
             'transitions-total': Number(m.transitionsTotal), 'time-in-state-ms': wholeMs(m.timeInState),
             'cooldown-remaining-ms': wholeMs(m.cooldownRemaining),
@@ -81,6 +82,26 @@ function componentSubject(circuitBreaker) {
           } catch (error) {
             throw new Error(error.payload?.message ?? String(error));
           }
+        },
+        fleetApply({ generation, kind, remainingMs }, now, reading) {
+          const r = breaker.fleetApply({ generation: BigInt(generation), kind, remaining: ns(remainingMs) }, ns(now, reading));
+          return { applied: r.applied, transitions: triples(r.transitions) };
+        },
+        fleetVotes: (votes, now, reading) =>
+          breaker.fleetVotes(votes.map(([member, ageMs]) => ({ member: BigInt(member), age: ns(ageMs) })), ns(now, reading)),
+        fleetStore(reachable, leaseMs, now, reading) {
+          breaker.fleetStore(reachable, leaseMs === null ? undefined : ns(leaseMs), ns(now, reading));
+        },
+        fleetAnnouncement() {
+          const a = breaker.fleetTakeAnnouncement();
+          return a === undefined ? null : { kind: a.kind, 'remaining-ms': wholeMs(a.remaining) };
+        },
+        fleetStatus(now, reading) {
+          const s = breaker.fleetStatus(ns(now, reading));
+          return {
+            generation: Number(s.generation), degraded: s.degraded, 'lease-held': s.leaseHeld,
+            'wants-lease': s.wantsLease, 'stale-events': Number(s.staleEvents),
+          };
         },
       };
     },

@@ -27,8 +27,10 @@ describe('the tables come from the core', () => {
   test('states, reasons, reject reasons, config fields and rejection codes', () => {
     assert.deepEqual(states, ['closed', 'open', 'half-open', 'isolated', 'disabled']);
     assert.ok(transitionReasons.includes('probe-timeout') && transitionReasons.includes('restored'));
-    assert.deepEqual(rejectReasons, ['open', 'probing', 'isolated', 'saturated']);
-    assert.deepEqual(Rejected, { OPEN: -1, PROBING: -2, ISOLATED: -3, SATURATED: -4 });
+    assert.deepEqual(rejectReasons, ['open', 'probing', 'isolated', 'saturated', 'probing-elsewhere']);
+    assert.deepEqual(Rejected, { OPEN: -1, PROBING: -2, ISOLATED: -3, SATURATED: -4, PROBING_ELSEWHERE: -5 });
+    assert.ok(transitionReasons.includes('fleet-open') && transitionReasons.includes('fleet-close'));
+    assert.equal(configFields.find((f) => f.option === 'fleetQuorum').kind, 'count');
     assert.ok(Object.isFrozen(Rejected) && Object.isFrozen(states) && Object.isFrozen(configFields));
     const cooldown = configFields.find((f) => f.name === 'cooldown');
     assert.deepEqual({ ...cooldown }, { name: 'cooldown', option: 'cooldownMs', kind: 'duration' });
@@ -244,7 +246,7 @@ describe('observability', () => {
     const m = breaker.metrics();
     assert.deepEqual(m, {
       state: 'open', epoch: 1, calls: 5, faults: 5, slow: 0, inFlight: 0, hung: 0, probesOut: 0,
-      admittedTotal: 6, rejectedTotal: { open: 2, probing: 0, isolated: 0, saturated: 0 },
+      admittedTotal: 6, rejectedTotal: { open: 2, probing: 0, isolated: 0, saturated: 0, 'probing-elsewhere': 0 },
       successesTotal: 0, faultsTotal: 5, staleTotal: 0, transitionsTotal: 1, timeInStateMs: 1_000,
       cooldownRemainingMs: 14_000, clockErrorsTotal: 0,
       lastTransition: { from: 'closed', to: 'open', reason: 'failure-threshold', atMs: 0, epoch: 1 },
@@ -388,5 +390,92 @@ describe('the failure modes that need execute', () => {
       assert.equal(breaker.state, 'closed');
       assert.equal(breaker.metrics().faults, 0);
     }
+  });
+});
+
+describe('fleet mode: the breaker side (tripgate/fleet drives it; the rules are the core vectors 45-51)', () => {
+  test('fleetQuorum is validated like every option, by name', () => {
+    assert.throws(() => new CircuitBreaker({ fleetQuorum: 0 }),
+      (e) => e instanceof RangeError && e.option === 'fleetQuorum' && /fleetQuorum must be between 1 and 16/.test(e.message));
+    assert.throws(() => new CircuitBreaker({ fleetQuorum: 17 }), (e) => e.option === 'fleetQuorum');
+    assert.throws(() => new CircuitBreaker({ fleetQuorum: '2' }), (e) => e instanceof TypeError && e.option === 'fleetQuorum');
+    assert.throws(() => new CircuitBreaker({ fleetQuorum: 1.5 }), (e) => e instanceof RangeError && e.option === 'fleetQuorum');
+    assert.equal(new CircuitBreaker({ fleetQuorum: 16 }).fleetStatus().enabled, true);
+    assert.equal(new CircuitBreaker().fleetStatus().enabled, false);
+  });
+
+  test('fleet transitions reach the listeners, by state and reason', () => {
+    const { breaker, clock, transitions } = make({ fleetQuorum: 1 });
+    const opened = [];
+    breaker.on('open', (t) => opened.push(t.reason));
+    assert.equal(breaker.fleetApply({ generation: 1, kind: 'open', remainingMs: 2_500 }), 'applied');
+    assert.deepEqual(opened, ['fleet-open']);
+    assert.equal(breaker.metrics().cooldownRemainingMs, 2_500);
+    assert.equal(breaker.fleetApply({ generation: 1n, kind: 'close' }), 'stale');
+    clock.advance(500);
+    assert.equal(breaker.fleetApply({ generation: 2n, kind: 'close' }), 'applied');
+    assert.deepEqual(transitions, ['closed>open:fleet-open', 'open>closed:fleet-close']);
+    assert.deepEqual(breaker.fleetStatus(), {
+      enabled: true, generation: 2, degraded: false, leaseHeld: false, wantsLease: false, staleEvents: 1,
+    });
+  });
+
+  test('half-open without the lease rejects as probing-elsewhere; with it, probes; its round is announced', () => {
+    const { breaker, clock } = make({ fleetQuorum: 1, cooldownMs: 1_000 });
+    trip(breaker);
+    assert.deepEqual(breaker.fleetTakeAnnouncement(), { kind: 'tripped', remainingMs: 1_000 });
+    assert.equal(breaker.fleetTakeAnnouncement(), null, 'taken once');
+    clock.advance(1_000);
+    assert.equal(breaker.acquire(), Rejected.PROBING_ELSEWHERE);
+    assert.equal(breaker.lastRejection.reason, 'probing-elsewhere');
+    assert.equal(breaker.fleetStatus().wantsLease, true);
+    breaker.fleetStore({ reachable: true, leaseMs: 5_000 });
+    const probe = breaker.acquire();
+    assert.ok(CircuitBreaker.isProbe(probe));
+    breaker.record(probe, 200);
+    breaker.record(breaker.acquire(), 200);
+    assert.equal(breaker.state, 'closed');
+    assert.deepEqual(breaker.fleetTakeAnnouncement(), { kind: 'closed', remainingMs: 0 });
+    assert.equal(breaker.metrics().rejectedTotal['probing-elsewhere'], 1);
+  });
+
+  test('votes take 64-bit member ids as hex or bigint; degraded probes locally', () => {
+    const { breaker, clock } = make({ fleetQuorum: 2, cooldownMs: 1_000 });
+    assert.equal(breaker.fleetVotes([{ member: 'ffffffffffffffff', ageMs: 0 }]), false);
+    assert.equal(breaker.fleetVotes([{ member: 'ffffffffffffffff', ageMs: 0 }, { member: 2n ** 64n - 2n, ageMs: 10 }]), true);
+    assert.equal(breaker.fleetVotes([{ member: 'ffffffffffffffff', ageMs: 0 }, { member: 'fffffffffffffffe', ageMs: 1_000 }]), false,
+      'a vote a cooldown old does not count');
+    trip(breaker);
+    breaker.fleetStore({ reachable: false });
+    clock.advance(1_000);
+    assert.ok(CircuitBreaker.isProbe(breaker.acquire()), 'degraded: a local probe');
+    assert.equal(breaker.fleetStatus().degraded, true);
+  });
+
+  test('bad fleet arguments are errors naming the argument, and change nothing', () => {
+    const { breaker } = make({ fleetQuorum: 1 });
+    const bad = [
+      [() => breaker.fleetApply(null), 'event'],
+      [() => breaker.fleetApply({ generation: -1, kind: 'open' }), 'generation'],
+      [() => breaker.fleetApply({ generation: 2 ** 53, kind: 'open' }), 'generation'],
+      [() => breaker.fleetApply({ generation: 1.5, kind: 'open' }), 'generation'],
+      [() => breaker.fleetApply({ generation: '1', kind: 'open' }), 'generation'],
+      [() => breaker.fleetApply({ generation: 1, kind: 'opened' }), 'kind'],
+      [() => breaker.fleetApply({ generation: 1, kind: 'open', remainingMs: -1 }), 'remainingMs'],
+      [() => breaker.fleetApply({ generation: 1, kind: 'open', remainingMs: Infinity }), 'remainingMs'],
+      [() => breaker.fleetVotes(3), 'votes'],
+      [() => breaker.fleetVotes([{ member: 'xyz', ageMs: 0 }]), 'votes[0].member'],
+      [() => breaker.fleetVotes([{ member: '1', ageMs: 0 }, { member: 2n ** 64n, ageMs: 0 }]), 'votes[1].member'],
+      [() => breaker.fleetVotes([{ member: 1, ageMs: NaN }]), 'votes[0].ageMs'],
+      [() => breaker.fleetStore({ reachable: 'yes' }), 'reachable'],
+      [() => breaker.fleetStore({ reachable: true, leaseMs: -5 }), 'leaseMs'],
+    ];
+    for (const [fn, option] of bad) {
+      assert.throws(fn, (e) => e.option === option && e.message.startsWith(option), option);
+    }
+    assert.deepEqual(breaker.fleetStatus(), {
+      enabled: true, generation: 0, degraded: false, leaseHeld: false, wantsLease: false, staleEvents: 0,
+    });
+    assert.equal(breaker.state, 'closed');
   });
 });

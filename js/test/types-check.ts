@@ -2,7 +2,7 @@
 // API as the tests use it. Not run.
 import {
   CircuitBreaker, CircuitOpenError, Rejected, classifyError, configFields, initSync,
-  type ClockError, type Metrics, type Outcome, type Permit, type State, type Transition,
+  type ClockError, type FleetAnnouncement, type FleetApplied, type FleetStatus, type Metrics, type Outcome, type Permit, type State, type Transition,
 } from 'tripgate';
 
 const breaker = new CircuitBreaker({ failureThreshold: 3, cooldownMs: 5_000, faultStatuses: [408, 503], clock: () => performance.now() });
@@ -29,6 +29,19 @@ const option: string = configFields[0].option;
 void option;
 breaker.record(breaker.acquire(), { status: '503' });
 
+const member = new CircuitBreaker({ fleetQuorum: 2 });
+const applied: FleetApplied = member.fleetApply({ generation: 3n, kind: 'open', remainingMs: 1_000 });
+const reached: boolean = member.fleetVotes([{ member: '00ff00ff00ff00ff', ageMs: 0 }, { member: 2n, ageMs: 5 }]);
+member.fleetStore({ reachable: true, leaseMs: 15_000 });
+member.fleetStore({ reachable: false });
+const announcement: FleetAnnouncement | null = member.fleetTakeAnnouncement();
+const fleet: FleetStatus = member.fleetStatus();
+const elsewhere: -5 = Rejected.PROBING_ELSEWHERE;
+void applied; void reached; void announcement; void fleet.wantsLease; void elsewhere;
+void metrics.rejectedTotal['probing-elsewhere'];
+// @ts-expect-error: a fleet event kind is open or close
+member.fleetApply({ generation: 1, kind: 'opened' });
+
 async function main(): Promise<void> {
   const response: Response = await breaker.execute((signal) => fetch('http://127.0.0.1/', { signal }), { timeoutMs: 1_000 });
   const value: string | number = await breaker.execute(async () => 1, { fallback: 'cached' });
@@ -45,3 +58,13 @@ initSync();
 new CircuitBreaker({ cooldown: 5_000 });
 // @ts-expect-error: an outcome is not a boolean
 breaker.record(0, true);
+
+import { joinFleet, type FleetMemberStatus } from 'tripgate/fleet';
+async function fleetCheck(): Promise<void> {
+  const m = await joinFleet(member, { url: 'redis://127.0.0.1:6379', name: 'payments', key: 'k', storeTimeoutMs: 100 });
+  const s: FleetMemberStatus = m.status();
+  void s.counters.ignored.forged;
+  m.on('degraded', ({ degraded }) => void degraded);
+  await m.leave();
+}
+void fleetCheck;

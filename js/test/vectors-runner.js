@@ -10,7 +10,11 @@ import { FakeClock, jsMessage, optionOfField } from './helpers.js';
  *   record(permit, outcome, now, reading) -> { class, slow, stale, transitions } | throws
  *   state(now, reading), metrics(now, reading) -> vector-keyed object,
  *   manual(op, now, reading) -> transitions, export(now, reading) -> Uint8Array,
- *   import(bytes, elapsedMs, now, reading) (throws on refusal) }
+ *   import(bytes, elapsedMs, now, reading) (throws on refusal),
+ *   and fleet mode's: fleetApply({ generation, kind, remainingMs }, now, reading) ->
+ *   { applied, transitions }, fleetVotes([[member, ageMs]], now, reading) -> boolean,
+ *   fleetStore(reachable, leaseMs | null, now, reading), fleetAnnouncement() ->
+ *   { kind, 'remaining-ms' } | null, fleetStatus(now, reading) -> vector-keyed object }
  * `now` is the step's `at` (ms); `reading` is its `reading-ns` as a BigInt, or undefined:
  * when given, the subject hands its breaker that clock reading instead of `now`.
  */
@@ -133,6 +137,35 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
         }
         break;
       }
+      case 'fleet-apply': {
+        const event = { generation: step.generation, kind: step.kind, remainingMs: step['remaining-ms'] ?? 0 };
+        const { applied, transitions } = breaker.fleetApply(event, at, reading);
+        if ('fleet-applied' in expect) assert.equal(applied, expect['fleet-applied'], `${where}: fleet-applied`);
+        assert.deepEqual(transitions, wantTransitions, `${where}: transitions`);
+        break;
+      }
+      case 'fleet-votes': {
+        assert.ok(Array.isArray(step.votes), `${where}: fleet-votes needs votes`);
+        const reached = breaker.fleetVotes(step.votes, at, reading);
+        if ('quorum' in expect) assert.equal(reached, expect.quorum, `${where}: quorum`);
+        break;
+      }
+      case 'fleet-store':
+        breaker.fleetStore(step.reachable ?? true, step['lease-ms'] ?? null, at, reading);
+        break;
+      case 'fleet-announcement': {
+        const got = breaker.fleetAnnouncement();
+        if ('announcement' in expect) assert.deepEqual(got, expect.announcement, `${where}: announcement`);
+        break;
+      }
+      case 'fleet-status': {
+        const got = breaker.fleetStatus(at, reading);
+        for (const [key, want] of Object.entries(expect.fleet ?? {})) {
+          assert.ok(key in got, `${where}: fleet status lacks ${key}`);
+          assert.equal(got[key], want, `${where}: fleet.${key}`);
+        }
+        break;
+      }
       default:
         assert.fail(`${where}: unknown op ${step.op}`);
     }
@@ -194,6 +227,7 @@ export function packageSubject(CircuitBreaker) {
             'rejected-probing': m.rejectedTotal.probing,
             'rejected-isolated': m.rejectedTotal.isolated,
             'rejected-saturated': m.rejectedTotal.saturated,
+            'rejected-probing-elsewhere': m.rejectedTotal['probing-elsewhere'],
             'successes-total': m.successesTotal,
             'faults-total': m.faultsTotal,
             'stale-total': m.staleTotal,
@@ -214,6 +248,35 @@ export function packageSubject(CircuitBreaker) {
         import(bytes, elapsedMs, now, reading) {
           at(now, reading);
           breaker.importState(bytes, elapsedMs);
+        },
+        fleetApply(event, now, reading) {
+          at(now, reading);
+          const applied = breaker.fleetApply(event);
+          return { applied, transitions };
+        },
+        fleetVotes(votes, now, reading) {
+          at(now, reading);
+          return breaker.fleetVotes(votes.map(([member, ageMs]) => ({ member, ageMs })));
+        },
+        fleetStore(reachable, leaseMs, now, reading) {
+          at(now, reading);
+          breaker.fleetStore({ reachable, leaseMs });
+        },
+        fleetAnnouncement() {
+          const a = breaker.fleetTakeAnnouncement();
+          // Whole ms, rounded down, as the native runner compares them.
+          return a === null ? null : { kind: a.kind, 'remaining-ms': Math.floor(a.remainingMs) };
+        },
+        fleetStatus(now, reading) {
+          at(now, reading);
+          const s = breaker.fleetStatus();
+          return {
+            generation: s.generation,
+            degraded: s.degraded,
+            'lease-held': s.leaseHeld,
+            'wants-lease': s.wantsLease,
+            'stale-events': s.staleEvents,
+          };
         },
       };
     },

@@ -6,6 +6,9 @@
 //! The native core and the wasmtime host share this runner, so "the same decisions" means
 //! the same code checked them.
 
+pub mod exposition;
+pub mod trace;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

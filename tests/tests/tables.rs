@@ -7,7 +7,9 @@
 
 use std::path::Path;
 
-use tripgate_core::{Class, Field, OutcomeKind, Reason, RejectReason, SnapshotErrorKind, State};
+use tripgate_core::{
+    Class, Field, OutcomeKind, Reason, RejectReason, SnapshotErrorKind, State, ROUTES,
+};
 use wit_parser::{Resolve, TypeDefKind};
 
 fn wit_cases(resolve: &Resolve, name: &str) -> Vec<String> {
@@ -52,6 +54,41 @@ fn every_wit_enum_lists_the_core_table_in_code_order() {
     for (wit_name, core) in pairs {
         assert_eq!(wit_cases(&resolve, wit_name), core, "WIT `{wit_name}`");
     }
+}
+
+/// `metrics.transitions-by-route` is a list of counts by position, so its docs, which
+/// name each position's route, must list the core's `ROUTES` in order: the component
+/// writes the counts in that order and the wasmtime host reads them back by it.
+#[test]
+fn the_wit_names_the_routes_of_the_transition_counts_in_core_order() {
+    let mut resolve = Resolve::default();
+    resolve
+        .push_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit"))
+        .expect("parse wit/");
+    let (_, iface) = resolve
+        .interfaces
+        .iter()
+        .find(|(_, i)| i.name.as_deref() == Some("circuit-breaker"))
+        .expect("the circuit-breaker interface");
+    let TypeDefKind::Record(record) = &resolve.types[iface.types["metrics"]].kind else {
+        panic!("metrics is a record");
+    };
+    let field = record
+        .fields
+        .iter()
+        .find(|f| f.name == "transitions-by-route")
+        .expect("metrics.transitions-by-route");
+    let docs = field.docs.contents.as_deref().unwrap_or_default();
+    let listed: Vec<String> = docs
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ':')
+        .filter(|word| word.contains('/'))
+        .map(|word| word.trim_end_matches('.').to_string())
+        .collect();
+    let core: Vec<String> = ROUTES
+        .iter()
+        .map(|r| format!("{}/{}", r.from.name(), r.reason.name()))
+        .collect();
+    assert_eq!(listed, core);
 }
 
 #[test]

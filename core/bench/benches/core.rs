@@ -179,11 +179,34 @@ fn record_fault_that_trips(c: &mut Criterion) {
     g.finish();
 }
 
+/// What a scrape holds a breaker's lock for: `reading()` (the exposition's snapshot and
+/// fleet status) against `metrics()` alone, on a breaker with a full window.
+fn snapshot(c: &mut Criterion) {
+    let mut g = c.benchmark_group("snapshot under the lock");
+    let mut b = tripgate();
+    for i in 0..100 {
+        let p = b.acquire(i * SECOND / 10).decision.unwrap();
+        b.record(p, Outcome::Success, i * SECOND / 10);
+    }
+    let now = 10 * SECOND;
+    g.bench_function("metrics()", |bench| {
+        bench.iter(|| black_box(b.metrics(black_box(now))))
+    });
+    g.bench_function("fleet_status()", |bench| {
+        bench.iter(|| black_box(b.fleet_status(black_box(now))))
+    });
+    g.bench_function("reading() (exposition)", |bench| {
+        bench.iter(|| black_box(b.reading(black_box(now))))
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     acquire_record_closed,
     reject_open,
     reject_half_open,
-    record_fault_that_trips
+    record_fault_that_trips,
+    snapshot
 );
 criterion_main!(benches);

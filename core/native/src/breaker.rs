@@ -4,11 +4,11 @@ use std::fmt;
 use std::sync::{Arc, RwLock};
 
 use tripgate_core::{
-    Announcement, Clock, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus, Metrics,
-    Outcome, Rejection, SnapshotError, State, Transition, Transitions, Verdict, MAX_EXPORT_LEN,
+    Announcement, Clock, CoarseClock, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus,
+    Metrics, Outcome, Rejection, SnapshotError, State, Transition, Transitions, Verdict,
+    MAX_EXPORT_LEN,
 };
 
-use crate::clock::CoarseClock;
 use crate::lock::Lock;
 
 /// A transition listener (see [`Breaker::on_transition`]).
@@ -137,6 +137,13 @@ impl<C: Clock> Breaker<C> {
     pub fn metrics(&self) -> Metrics {
         let now = self.clock.now();
         self.core.lock().metrics(now)
+    }
+
+    /// [`Self::metrics`] and [`Self::fleet_status`] now, in one hold of the lock: what
+    /// the exposition reads (`tripgate_core::exposition`).
+    pub fn reading(&self) -> tripgate_core::exposition::Reading {
+        let now = self.clock.now();
+        self.core.lock().reading(now)
     }
 
     /// Forces the breaker open until [`Self::release`].

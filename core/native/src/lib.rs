@@ -35,6 +35,8 @@
 //! * [`CoarseClock`] (the default): a millisecond-fresh reading of the CPU's time-stamp
 //!   counter (via `quanta`) kept by a ticker thread, one atomic load; [`QuantaClock`]: the
 //!   counter read each time, for exact call durations. A closed breaker admits without reading any clock.
+//! * `prometheus` (feature `prometheus`): a `prometheus-client` collector over a breaker
+//!   or a registry; `trace` (feature `tracing`): transitions as `tracing` events.
 //! * `tower::CircuitBreakerLayer` (feature `tower`): the breaker around any tower service
 //!   whose responses are `http::Response`s, hyper clients and servers included.
 //!
@@ -44,18 +46,20 @@
 
 mod breaker;
 mod call;
-mod clock;
 mod lock;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 mod registry;
 #[cfg(feature = "tower")]
 pub mod tower;
+#[cfg(feature = "tracing")]
+pub mod trace;
 
 pub use breaker::{Breaker, OwnedPermit, Permit};
 pub use call::CallError;
-pub use clock::{CoarseClock, QuantaClock, COARSE_TICK};
 pub use registry::Registry;
 pub use tripgate_core::{
-    error_outcome, Class, Classify, Clock, Config, ConfigError, FakeClock, GrpcSet, Metrics, Nanos,
-    Outcome, Reason, RejectReason, Rejection, SnapshotError, State, Status, StatusSet, Transition,
-    Transitions, Verdict, MILLISECOND, SECOND,
+    error_outcome, Class, Classify, Clock, CoarseClock, Config, ConfigError, FakeClock, GrpcSet,
+    Metrics, Nanos, Outcome, QuantaClock, Reason, RejectReason, Rejection, SnapshotError, State,
+    Status, StatusSet, Transition, Transitions, Verdict, COARSE_TICK, MILLISECOND, SECOND,
 };

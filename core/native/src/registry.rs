@@ -10,7 +10,9 @@ use crate::{Breaker, CoarseClock};
 /// Breakers by name (one per upstream: `"payments"`, `"identity"`), all reading one
 /// clock. Each breaker has its own lock, so a hot upstream's breaker never waits on
 /// another's. `Send + Sync`; share it in an `Arc`. Look a breaker up once and keep the
-/// `Arc`: the lookup takes a read lock, the breaker's calls do not.
+/// `Arc`: the lookup takes a read lock, the breaker's calls do not. With the feature
+/// `tracing`, its breakers emit `tracing` events for their transitions, named
+/// (see [`trace`](crate::trace)).
 pub struct Registry<C: Clock + Clone = CoarseClock> {
     clock: C,
     default: Config,
@@ -67,6 +69,9 @@ impl<C: Clock + Clone> Registry<C> {
             return Ok(Arc::clone(breaker));
         }
         let breaker = Arc::new(Breaker::with_clock(*config, self.clock.clone())?);
+        // A named breaker logs its transitions (`on_transition` replaces this listener).
+        #[cfg(feature = "tracing")]
+        breaker.on_transition(crate::trace::listener(name));
         breakers.insert(name.to_string(), Arc::clone(&breaker));
         Ok(breaker)
     }
@@ -89,6 +94,22 @@ impl<C: Clock + Clone> Registry<C> {
         self.read()
             .iter()
             .map(|(name, breaker)| (name.clone(), breaker.metrics()))
+            .collect()
+    }
+
+    /// Every breaker's [`reading`](Breaker::reading), by name: one hold of each
+    /// breaker's lock, one at a time (a scrape never holds two).
+    pub fn readings(&self) -> Vec<(String, tripgate_core::exposition::Reading)> {
+        // The breakers are cloned out first, so the registry's read lock is not held
+        // while they are read.
+        let breakers: Vec<(String, Arc<Breaker<C>>)> = self
+            .read()
+            .iter()
+            .map(|(name, breaker)| (name.clone(), Arc::clone(breaker)))
+            .collect();
+        breakers
+            .into_iter()
+            .map(|(name, breaker)| (name, breaker.reading()))
             .collect()
     }
 

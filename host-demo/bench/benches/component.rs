@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use tripgate_core::{Clock, MonotonicClock};
+use tripgate_core::{Clock, CoarseClock};
 use tripgate_wasmtime::bindings::Tripgate;
 use tripgate_wasmtime::wit::{self, Outcome};
 use tripgate_wasmtime::{Breaker, Config, Runtime, COMPONENT};
@@ -34,7 +34,7 @@ fn library_raw_pair(breaker: &Breaker) {
 /// library's thread scaling is compared with.
 struct Locked {
     core: Mutex<tripgate_core::Breaker>,
-    clock: MonotonicClock,
+    clock: CoarseClock,
 }
 
 fn locked_pair(locked: &Locked) {
@@ -192,7 +192,7 @@ fn library(c: &mut Criterion) {
     let shared = Arc::new(breaker);
     let locked = Arc::new(Locked {
         core: Mutex::new(tripgate_core::Breaker::new(config, 0).unwrap()),
-        clock: MonotonicClock::new(),
+        clock: CoarseClock::new(),
     });
     for threads in [1, 2, 8] {
         group.bench_function(BenchmarkId::new("library, raw permit", threads), |b| {

@@ -14,6 +14,7 @@ mod caller;
 mod fleet;
 mod http;
 mod loadgen;
+mod metrics;
 mod options;
 mod report;
 mod scenario;
@@ -33,6 +34,7 @@ use tripgate_wasmtime::{Config, Runtime, State};
 
 use caller::{Caller, CallerConfig};
 use loadgen::{LoadGen, Route};
+use metrics::MetricsServer;
 use options::{Modes, Options, Parsed};
 use scenario::{Scenario, Timeline};
 use stats::{Counters, Mode, PhaseStats, Run, Tick};
@@ -160,6 +162,13 @@ fn run(o: &Options) -> Result<()> {
     } else {
         None
     };
+    let metrics = MetricsServer::start(o.metrics)?;
+    // Printed even with --quiet: a scraper needs the address.
+    eprintln!(
+        "metrics: http://{}/metrics (Prometheus text; the tripgate run's breaker, breaker=\"{}\")",
+        metrics.addr,
+        metrics::BREAKER_NAME
+    );
     let scenario = Scenario::new(o.scale);
     eprintln!(
         "tripgate brownout demo: {} per run, {} run(s); upstream route {:.0}/s, unrelated \
@@ -180,7 +189,7 @@ fn run(o: &Options) -> Result<()> {
     );
     let mut runs = Vec::new();
     for &mode in modes {
-        runs.push(run_one(o, &setup, mode, runtime.as_ref())?);
+        runs.push(run_one(o, &setup, mode, runtime.as_ref(), &metrics)?);
     }
     let stats: Vec<Vec<PhaseStats>> = runs.iter().map(stats::phase_stats).collect();
     let pairs: Vec<(&Run, &[PhaseStats])> = runs
@@ -241,7 +250,13 @@ fn default_picture_path() -> PathBuf {
 }
 
 /// One run of the whole scenario.
-fn run_one(o: &Options, setup: &Setup, mode: Mode, runtime: Option<&Runtime>) -> Result<Run> {
+fn run_one(
+    o: &Options,
+    setup: &Setup,
+    mode: Mode,
+    runtime: Option<&Runtime>,
+    metrics: &MetricsServer,
+) -> Result<Run> {
     let wall = Instant::now();
     let scenario = Scenario::new(o.scale);
     let total = scenario.total();
@@ -258,6 +273,7 @@ fn run_one(o: &Options, setup: &Setup, mode: Mode, runtime: Option<&Runtime>) ->
         ),
         _ => None,
     };
+    metrics.show(breaker.clone());
     let mut caller = Caller::start(
         timeline.clone(),
         CallerConfig {

@@ -57,6 +57,8 @@ pub struct Options {
     pub out: Option<PathBuf>,
     /// No progress lines.
     pub quiet: bool,
+    /// Where `/metrics` listens while the demo runs (port 0: any free port).
+    pub metrics: std::net::SocketAddr,
 }
 
 impl Default for Options {
@@ -81,6 +83,7 @@ impl Default for Options {
             json: false,
             out: None,
             quiet: false,
+            metrics: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
         }
     }
 }
@@ -111,6 +114,8 @@ OPTIONS (durations in milliseconds, at scale 1):
   --only MODE          timeout-only | tripgate (default: both)
   --component PATH     load this build of the component
   --out PATH           where to write the SVG timeline [target/brownout.svg]
+  --metrics ADDR        serve Prometheus /metrics there while running [127.0.0.1:0,
+                       a free port; the address is printed at the start]
   --json               print results as JSON on stdout (tables go to stderr)
   --quiet              no progress lines
   -h, --help           this text
@@ -173,6 +178,12 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Parsed, String> {
             }
             "--component" => o.component = Some(PathBuf::from(value()?)),
             "--out" => o.out = Some(PathBuf::from(value()?)),
+            "--metrics" => {
+                let v = value()?;
+                o.metrics = v
+                    .parse()
+                    .map_err(|_| format!("{name}: an address such as 127.0.0.1:9464, not {v}"))?;
+            }
             other => return Err(format!("unknown option {other} (see --help)")),
         }
     }

@@ -243,3 +243,73 @@ fn a_missing_component_is_a_clear_error() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// One GET of `path` on `addr`: the status line's code and the body.
+fn get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n")?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply)?;
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    Ok((code, body.to_string()))
+}
+
+#[test]
+fn the_demo_serves_prometheus_metrics_while_it_runs_and_prints_where() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let dir = scratch("metrics");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_host-demo"))
+        .args(["--only", "tripgate", "--scale", "0.25", "--quiet", "--out"])
+        .arg(dir.join("brownout.svg"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the demo binary runs");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let first = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the demo prints where its metrics are");
+    let addr = first
+        .strip_prefix("metrics: http://")
+        .and_then(|rest| rest.split_once("/metrics"))
+        .map(|(addr, _)| addr.to_string())
+        .unwrap_or_else(|| panic!("the first line names the /metrics address: {first}"));
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    // Scrape while the scenario plays: the breaker trips in the hang, so some scrape
+    // shows it out of closed; every scrape with the breaker passes promtool.
+    let (mut with_breaker, mut tripped) = (0, false);
+    while child.try_wait().unwrap().is_none() {
+        if let Ok((200, body)) = get(&addr, "/metrics") {
+            if !body.is_empty() {
+                tripgate_vectors::exposition::promtool_check(&body).unwrap();
+                let families = tripgate_vectors::exposition::normalise(&body).unwrap();
+                let closed =
+                    families["tripgate_state"].samples[r#"{breaker="upstream",state="closed"}"#];
+                tripped |= closed == 0.0;
+                with_breaker += 1;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(child.wait().unwrap().success());
+    assert!(with_breaker >= 5, "{with_breaker} scrapes saw the breaker");
+    assert!(tripped, "no scrape saw the breaker leave closed");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -43,15 +43,22 @@
 //!   [`CallError`] to fall back on.
 //! * [`Registry`]: named breakers, one per upstream.
 //!
-//! Time comes from a [`Clock`]: [`MonotonicClock`] (`Instant`) by default, a [`FakeClock`]
-//! in tests ([`Runtime::with_clock`]). Every decision is made inside the component by
+//! Time comes from a [`Clock`]: [`CoarseClock`] by default (a millisecond-fresh reading of
+//! the CPU's counter, one atomic load: the breaker needs bucket and millisecond precision,
+//! and an `Instant::now()` per call would be a tenth of a guarded pair), [`QuantaClock`]
+//! or [`MonotonicClock`] for exact call durations, a [`FakeClock`] in tests
+//! ([`Runtime::with_clock`]). Every decision is made inside the component by
 //! `tripgate-core`; this crate only moves values across the boundary.
 
 #![deny(missing_docs)]
 
 mod call;
 mod config;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 mod registry;
+#[cfg(feature = "tracing")]
+pub mod trace;
 
 use std::fmt;
 use std::path::Path;
@@ -64,12 +71,13 @@ use wasmtime::{Engine, ResourceLimiter, Store};
 
 pub use call::CallError;
 pub use config::ConfigError;
-pub use registry::Registry;
+pub use registry::{Readings, Registry};
 /// The core this host runs inside the component, for its outcome and classification types.
 pub use tripgate_core;
 pub use tripgate_core::{Classify, Status};
 pub use tripgate_core::{
-    Clock, Config, FakeClock, GrpcSet, MonotonicClock, StatusSet, MILLISECOND, SECOND,
+    Clock, CoarseClock, Config, FakeClock, GrpcSet, MonotonicClock, QuantaClock, StatusSet,
+    MILLISECOND, SECOND,
 };
 
 /// The code `bindgen!` generates from `wit/breaker.wit` (its docs are the WIT's).
@@ -146,7 +154,7 @@ impl Runtime {
             shared: Arc::new(RuntimeShared {
                 engine,
                 pre,
-                clock: Arc::new(MonotonicClock::new()),
+                clock: Arc::new(CoarseClock::new()),
                 memory_limit: 256 << 20,
             }),
         })
@@ -598,6 +606,20 @@ impl Breaker {
             .map(|m| core_metrics(&m))
     }
 
+    /// [`Self::metrics`] and [`Self::fleet_status`] now, in one hold of the guest's lock
+    /// (two guest calls at one reading of the clock): what the exposition reads
+    /// (`tripgate_core::exposition`).
+    pub fn reading(&self) -> Result<tripgate_core::exposition::Reading> {
+        let (m, s) = self.with(|api, store, me, now| {
+            let m = api.call_metrics(&mut *store, me, now)?;
+            Ok((m, api.call_fleet_status(store, me, now)?))
+        })?;
+        Ok(tripgate_core::exposition::Reading {
+            metrics: core_metrics(&m),
+            fleet: core_fleet_status(&s),
+        })
+    }
+
     /// Forces the breaker open until [`Self::release`].
     pub fn isolate(&self) -> Result<Vec<Transition>> {
         self.manual(|api, store, me, now| api.call_isolate(store, me, now))
@@ -695,14 +717,7 @@ impl Breaker {
     /// Fleet mode: the breaker's fleet state now.
     pub fn fleet_status(&self) -> Result<FleetStatus> {
         let s = self.with(|api, store, me, now| api.call_fleet_status(store, me, now))?;
-        Ok(FleetStatus {
-            enabled: s.enabled,
-            generation: s.generation,
-            degraded: s.degraded,
-            lease_held: s.lease_held,
-            wants_lease: s.wants_lease,
-            stale_events: s.stale_events,
-        })
+        Ok(core_fleet_status(&s))
     }
 
     /// Calls `listener` with every transition this breaker reports from now on, from
@@ -856,6 +871,18 @@ pub fn core_rejection(r: &wit::Rejection) -> Rejection {
     }
 }
 
+/// The core's fleet status for the WIT record.
+pub fn core_fleet_status(s: &wit::FleetStatus) -> FleetStatus {
+    FleetStatus {
+        enabled: s.enabled,
+        generation: s.generation,
+        degraded: s.degraded,
+        lease_held: s.lease_held,
+        wants_lease: s.wants_lease,
+        stale_events: s.stale_events,
+    }
+}
+
 /// The core's metrics for the WIT record.
 pub fn core_metrics(m: &wit::Metrics) -> Metrics {
     let mut rejected_total = [0; tripgate_core::REJECT_REASONS];
@@ -869,6 +896,11 @@ pub fn core_metrics(m: &wit::Metrics) -> Metrics {
         if let Some(slot) = rejected_total.get_mut(usize::from(reason.code())) {
             *slot = count;
         }
+    }
+    // In the order of the core's ROUTES (the `tables` test checks the WIT lists it).
+    let mut transitions_by_route = [0; tripgate_core::ROUTE_COUNT];
+    for (slot, count) in transitions_by_route.iter_mut().zip(&m.transitions_by_route) {
+        *slot = *count;
     }
     Metrics {
         state: core_state(m.state),
@@ -887,6 +919,7 @@ pub fn core_metrics(m: &wit::Metrics) -> Metrics {
         faults_total: m.faults_total,
         stale_total: m.stale_total,
         transitions_total: m.transitions_total,
+        transitions_by_route,
         time_in_state: m.time_in_state,
         cooldown_remaining: m.cooldown_remaining,
         last_transition: m.last_transition.as_ref().map(core_transition),

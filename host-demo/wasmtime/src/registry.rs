@@ -5,11 +5,23 @@ use std::sync::RwLock;
 
 use anyhow::Result;
 
+use tripgate_core::exposition::Reading;
+
 use crate::{Breaker, Config, Metrics, Runtime};
+
+/// What [`Registry::readings`] found.
+#[derive(Debug, Default)]
+pub struct Readings {
+    /// The breakers read, by name.
+    pub read: Vec<(String, Reading)>,
+    /// The breakers whose guest failed to answer, by name, with the error.
+    pub failed: Vec<(String, anyhow::Error)>,
+}
 
 /// Breakers by name (one per upstream: `"payments"`, `"identity"`). Each breaker lives in
 /// an instance of its own, so a hot upstream's breaker never waits on another's lock.
-/// `Send + Sync`; share it in an `Arc`.
+/// `Send + Sync`; share it in an `Arc`. With the feature `tracing`, its breakers emit
+/// `tracing` events for their transitions, named (see [`trace`](crate::trace)).
 #[derive(Debug)]
 pub struct Registry {
     runtime: Runtime,
@@ -51,6 +63,9 @@ impl Registry {
             .runtime
             .breaker(config)
             .map_err(|e| e.context(format!("creating breaker {name:?}")))?;
+        // A named breaker logs its transitions (`on_transition` replaces this listener).
+        #[cfg(feature = "tracing")]
+        breaker.on_transition(crate::trace::listener(name));
         breakers.insert(name.to_string(), breaker.clone());
         Ok(breaker)
     }
@@ -79,6 +94,25 @@ impl Registry {
             .into_iter()
             .map(|(name, breaker)| Ok((name, breaker.metrics()?)))
             .collect()
+    }
+
+    /// Every breaker's [`reading`](Breaker::reading), by name, one breaker at a time
+    /// (the registry's lock is not held while they are read). A breaker whose guest
+    /// fails to answer is in [`Readings::failed`] instead, with the error.
+    pub fn readings(&self) -> Readings {
+        let breakers: Vec<(String, Breaker)> = self
+            .read()
+            .iter()
+            .map(|(name, breaker)| (name.clone(), breaker.clone()))
+            .collect();
+        let (mut read, mut failed) = (Vec::new(), Vec::new());
+        for (name, breaker) in breakers {
+            match breaker.reading() {
+                Ok(reading) => read.push((name, reading)),
+                Err(error) => failed.push((name, error)),
+            }
+        }
+        Readings { read, failed }
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Breaker>> {

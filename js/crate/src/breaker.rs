@@ -33,7 +33,7 @@ const COUNTER_SPREAD: u32 = 331_804_471;
 /// One circuit breaker, driven from JS with numbers only.
 #[wasm_bindgen]
 pub struct Breaker {
-    core: Core,
+    pub(crate) core: Core,
     permits: PermitTable,
     /// Transitions of the last call that caused any.
     transitions: Transitions,
@@ -74,13 +74,19 @@ impl Breaker {
     /// The instant a reading stands for: the reading, or the latest instant seen when it
     /// is not a valid reading.
     #[inline]
-    fn now(&self, now_ms: f64) -> Nanos {
+    pub(crate) fn now(&self, now_ms: f64) -> Nanos {
         reading(now_ms).unwrap_or_else(|| self.core.latest())
+    }
+
+    /// The core breaker and the instant `now_ms` stands for, for the exposition
+    /// ([`crate::exposition`]), which reads without changing anything.
+    pub(crate) fn core_at(&self, now_ms: f64) -> (&Core, Nanos) {
+        (&self.core, self.now(now_ms))
     }
 
     /// Keeps the transitions of a call; whether there were any.
     #[inline]
-    fn note(&mut self, transitions: Transitions) -> bool {
+    pub(crate) fn note(&mut self, transitions: Transitions) -> bool {
         if transitions.is_empty() {
             return false;
         }

@@ -10,7 +10,8 @@
 //! The modules: [`time`](mod@time) (clock readings and durations), [`config`](mod@config)
 //! (JS options to the core's [`Config`](tripgate_core::Config)), [`outcome`](mod@outcome)
 //! (outcome codes; permits live in the core's [`PermitTable`](tripgate_core::PermitTable)),
-//! [`breaker`](mod@breaker) (the exported breaker) and [`tables`](mod@tables).
+//! [`breaker`](mod@breaker) (the exported breaker), [`fleet`](mod@fleet) (fleet mode's
+//! pass-through to the core) and [`tables`](mod@tables).
 //!
 //! ## Return codes
 //!
@@ -30,12 +31,15 @@
 
 pub mod breaker;
 pub mod config;
+pub mod exposition;
+pub mod fleet;
 pub mod outcome;
 pub mod tables;
 pub mod time;
 
 pub use breaker::Breaker;
 pub use config::check_config;
+pub use exposition::exposition_table;
 pub use outcome::{GRPC_BASE, KIND_BASE};
 pub use tables::{reading_limit_ms, tables};
 

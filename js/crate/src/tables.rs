@@ -11,12 +11,13 @@
 use core::fmt::Write;
 
 use tripgate_core::{
-    Class, Field, FieldKind, GrpcCode, HttpStatus, OutcomeKind, Reason, RejectReason, State,
-    MAX_TRANSITIONS,
+    AnnouncementKind, Class, Field, FieldKind, FleetApplied, FleetEventKind, GrpcCode, HttpStatus,
+    OutcomeKind, Reason, RejectReason, State, MAX_TRANSITIONS,
 };
 use wasm_bindgen::prelude::*;
 
 use crate::breaker::{METRICS_FIXED, METRICS_LEN, TRANSITION_WIDTH};
+use crate::fleet::{BAD_EVENT, FLEET_STATUS_LEN};
 use crate::time::READING_LIMIT_MS;
 use crate::{BAD_OUTCOME, GRPC_BASE, KIND_BASE, NEED_CLOCK, NOT_A_PERMIT, TRANSITIONED};
 use tripgate_core::{HANDLE_LIMIT, MAX_OUTSTANDING};
@@ -51,10 +52,10 @@ fn name(out: &mut String, name: &str) {
     let _ = write!(out, "\"{name}\"");
 }
 
-/// The tables as JSON: `states`, `reasons`, `rejectReasons`, `classes`, `outcomeKinds`
-/// (names, index = code), `fields` (`{ name, option, kind }` by code), and the numbers of
-/// the wasm interface (`codes`, limits and layouts; the reading limit is
-/// [`reading_limit_ms`]).
+/// The tables as JSON: `states`, `reasons`, `rejectReasons`, `classes`, `outcomeKinds`,
+/// `fleetEventKinds`, `fleetApplied`, `announcementKinds` (names, index = code), `fields`
+/// (`{ name, option, kind }` by code), and the numbers of the wasm interface (`codes`,
+/// limits and layouts; the reading limit is [`reading_limit_ms`]).
 #[wasm_bindgen]
 pub fn tables() -> String {
     let mut out = String::from("{");
@@ -67,6 +68,18 @@ pub fn tables() -> String {
     list(&mut out, "outcomeKinds", OutcomeKind::ALL, |o, c| {
         name(o, c.name())
     });
+    list(&mut out, "fleetEventKinds", FleetEventKind::ALL, |o, c| {
+        name(o, c.name())
+    });
+    list(&mut out, "fleetApplied", FleetApplied::ALL, |o, c| {
+        name(o, c.name())
+    });
+    list(
+        &mut out,
+        "announcementKinds",
+        AnnouncementKind::ALL,
+        |o, c| name(o, c.name()),
+    );
     list(&mut out, "fields", Field::ALL, |o, f| {
         let _ = write!(
             o,
@@ -80,11 +93,12 @@ pub fn tables() -> String {
         out,
         "\"codes\":{{\"transitioned\":{TRANSITIONED},\"needClock\":{NEED_CLOCK},\
          \"badOutcome\":{BAD_OUTCOME},\"notAPermit\":{NOT_A_PERMIT},\
-         \"kindBase\":{KIND_BASE},\"grpcBase\":{GRPC_BASE}}},\
+         \"kindBase\":{KIND_BASE},\"grpcBase\":{GRPC_BASE},\"badEvent\":{BAD_EVENT}}},\
          \"handleLimit\":{HANDLE_LIMIT},\"maxOutstanding\":{MAX_OUTSTANDING},\
          \"statusMin\":{},\"statusMax\":{},\"grpcMax\":{},\
          \"maxTransitions\":{MAX_TRANSITIONS},\"transitionWidth\":{TRANSITION_WIDTH},\
-         \"metricsFixed\":{METRICS_FIXED},\"metricsLen\":{METRICS_LEN}}}",
+         \"metricsFixed\":{METRICS_FIXED},\"metricsLen\":{METRICS_LEN},\
+         \"fleetStatusLen\":{FLEET_STATUS_LEN}}}",
         HttpStatus::MIN,
         HttpStatus::MAX,
         GrpcCode::MAX,
@@ -113,7 +127,13 @@ mod tests {
         assert!(json
             .contains("{\"name\":\"cooldown\",\"option\":\"cooldownMs\",\"kind\":\"duration\"}"));
         assert!(json.contains("\"needClock\":-1073741824,"));
-        assert!(json.ends_with("\"metricsLen\":25}"), "{json}");
+        assert!(
+            json.ends_with("\"metricsLen\":26,\"fleetStatusLen\":6}"),
+            "{json}"
+        );
+        assert!(
+            json.contains("\"fleetApplied\":[\"applied\",\"stale\",\"held\",\"not-in-fleet\"],")
+        );
         let fields = json.matches("\"option\":").count();
         assert_eq!(fields, Field::ALL.len());
     }

@@ -9,18 +9,23 @@
 // the upstream's answer through unchanged (status, headers, body).
 //
 // State survives recycling: after every recorded outcome the object saves
-// `breaker.exportState()` (269 bytes with the default window, times relative to the export)
+// `breaker.exportState()` (509 bytes with the default window, times relative to the export)
 // and the wall-clock time of the save in its storage (PERSIST = "transitions" saves only
 // when the state changed; "off" never saves). A new isolate (after eviction, a deploy, a crash) restores
 // it with `CircuitBreaker.importState(bytes, options, now - savedAt)`: an open breaker comes
 // back open with the rest of its cooldown, a half-open one comes back open (its probe
 // belonged to the dead isolate). See README.md beside this file for clocks and costs.
 //
+// `/__tripgate/metrics` answers the breaker's metrics as JSON, `/__tripgate/prometheus` in
+// the Prometheus text format (the families every tripgate host exposes, labelled
+// breaker="<upstream host>"), for a scrape.
+//
 // Bindings (wrangler.toml): UPSTREAM (the upstream's origin), BREAKER (the Durable Object
 // namespace), optional BREAKER_OPTIONS (JSON CircuitBreaker options), TIMEOUT_MS and
 // PERSIST (`outcomes`, the default; `transitions`; `off`).
 // TRIPGATE_TEST_CLOCK is for tests only: see `clockOf` below.
 import { CircuitBreaker, CircuitOpenError, initSync } from 'tripgate/web';
+import { PROMETHEUS_CONTENT_TYPE, prometheusText } from 'tripgate/exposition';
 import wasm from 'tripgate/tripgate.wasm'; // workerd hands over a compiled WebAssembly.Module
 
 initSync({ module: wasm });
@@ -111,6 +116,11 @@ export class UpstreamBreaker {
     await this.ready;
     const url = new URL(request.url);
     if (url.pathname === '/__tripgate/metrics') return Response.json(this.breaker.metrics());
+    if (url.pathname === '/__tripgate/prometheus') {
+      // For a Prometheus scrape: the core's families, the breaker labelled by its upstream.
+      const text = prometheusText({ [new URL(this.env.UPSTREAM).host]: this.breaker });
+      return new Response(text, { headers: { 'content-type': PROMETHEUS_CONTENT_TYPE } });
+    }
 
     const target = new URL(url.pathname + url.search, this.env.UPSTREAM);
     const forwarded = new Request(target, request);

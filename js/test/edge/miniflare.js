@@ -14,10 +14,13 @@ const read = (path) => readFileSync(new URL(path, JS), 'utf8');
  * module of src/ but the Node entry sits next to the entry.
  */
 function modules() {
-  const shared = readdirSync(new URL('src/', JS)).filter((f) => f.endsWith('.js') && f !== 'node.js' && f !== 'web.js');
+  // prometheus.js and otel.js import their peer dependencies, which a Worker has not.
+  const entries = ['node.js', 'web.js', 'prometheus.js', 'otel.js'];
+  const shared = readdirSync(new URL('src/', JS)).filter((f) => f.endsWith('.js') && !entries.includes(f));
   return [
     { type: 'ESModule', path: '/worker/worker.js', contents: read('examples/worker/worker.js') },
     { type: 'ESModule', path: '/worker/tripgate/web', contents: read('src/web.js') },
+    { type: 'ESModule', path: '/worker/tripgate/exposition', contents: read('src/exposition.js') },
     ...shared.map((f) => ({ type: 'ESModule', path: `/worker/tripgate/${f}`, contents: read(`src/${f}`) })),
     { type: 'ESModule', path: '/worker/pkg/web/tripgate_wasm.js', contents: read('pkg/web/tripgate_wasm.js') },
     { type: 'CompiledWasm', path: '/worker/tripgate/tripgate.wasm', contents: readFileSync(new URL('pkg/web/tripgate_wasm_bg.wasm', JS)) },

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startWorker } from './miniflare.js';
 import { Upstream } from './upstream.js';
+import { normalise, promtoolCheck } from '../exposition-scenario.js';
 
 const OPTIONS = {
   failureThreshold: 5, minCalls: 5, cooldownMs: 15_000, halfOpenMaxProbes: 1, halfOpenRequiredSuccesses: 2,
@@ -306,6 +307,35 @@ test('on workerd\'s own clock (no test binding) a short cooldown still holds, th
     assert.equal(probe.by, null);
     assert.equal(upstream.hits, 6);
     assert.equal((await call(mf)).status, 200);
+  } finally {
+    await mf.dispose();
+  }
+});
+
+test('the Worker\'s /__tripgate/prometheus route answers in the Prometheus text format that promtool accepts, with the core\'s families', async () => {
+  const mf = await worker();
+  try {
+    const trippedAt = await trip(mf, 1_000);
+    await call(mf, trippedAt + 10); // rejected: open
+    const res = await mf.dispatchFetch('https://edge.example/__tripgate/prometheus', {
+      headers: { 'x-tripgate-test-now': String(trippedAt + 2_500) },
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
+    const text = await res.text();
+    promtoolCheck(text);
+    const families = normalise(text);
+    const host = new URL(upstream.url).host;
+    const me = `breaker=${JSON.stringify(host)}`;
+    assert.equal(families.tripgate_state.samples[`${me},state="open"`], 1);
+    assert.equal(families.tripgate_state.samples[`${me},state="closed"`], 0);
+    assert.equal(families.tripgate_rejections_total.samples[`${me},reason="open"`], 1);
+    assert.equal(families.tripgate_transitions_total.samples[`${me},from="closed",reason="failure-threshold",to="open"`], 1);
+    assert.equal(families.tripgate_outcomes_total.samples[`${me},class="fault"`], OPTIONS.failureThreshold);
+    assert.equal(families.tripgate_time_in_state_seconds.samples[me], 2.5);
+    assert.equal(families.tripgate_cooldown_remaining_seconds.samples[me], OPTIONS.cooldownMs / 1000 - 2.5);
+    assert.equal(families.tripgate_fleet_member.samples[me], 0);
+    assert.equal(upstream.hits, OPTIONS.failureThreshold, 'the metrics route calls no upstream');
   } finally {
     await mf.dispose();
   }

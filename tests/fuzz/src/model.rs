@@ -563,6 +563,21 @@ pub fn run_history(config: Config, start: u64, ops: &[Op]) -> Result<(), String>
         }
         // Invariants after every step.
         let m = b.metrics(at(now));
+        // The route counters add up to the total, projected transitions included (so no
+        // transition went by a route missing from ROUTES), the last one is counted, and it
+        // entered the state its reason names (the exposition's `to` label relies on it).
+        ensure_eq!(
+            m.transitions_by_route.iter().sum::<u64>(),
+            m.transitions_total,
+            "step {step}: transitions by route"
+        );
+        if let Some(last) = m.last_transition {
+            ensure!(
+                m.transitions(last.route()) >= 1,
+                "step {step}: {last:?} on no route"
+            );
+            ensure_eq!(last.to, last.reason.to(), "step {step}: {last:?}");
+        }
         ensure_eq!(m.state, model.effective_state(now), "step {step}: state");
         ensure!(
             m.probes_out <= config.half_open_max_probes,

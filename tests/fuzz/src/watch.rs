@@ -526,9 +526,6 @@ impl Watch {
             && m.in_flight == 0
             && !self.forged
             && self.span < 1 << 62
-            // Window totals saturate at u32::MAX, so crafted buckets that sum beyond it
-            // read differently once some expire (left as is: see the README).
-            && m.window.calls.max(f.window.calls) < 1 << 31
             && oldest_span(&m, now).max(stored_age(&bytes)) < input::HALF_CIRCLE - 1
         {
             // Nothing out that an import forgets, and no span the bytes store as the
@@ -684,16 +681,24 @@ impl Watch {
 }
 
 /// The longest age exported bytes hold (the state's, the last transition's; layout
-/// version 1, documented in the core's `snapshot.rs`), which may exceed what the metrics
-/// show (a projected transition is newer than the stored one).
+/// versions 1 and 2, documented in the core's `snapshot.rs`), which may exceed what the
+/// metrics show (a projected transition is newer than the stored one).
 fn stored_age(bytes: &[u8]) -> u64 {
     let u64_at = |at: usize| {
         bytes
             .get(at..at + 8)
             .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
     };
-    let last = if bytes.get(136) == Some(&1) {
-        u64_at(140)
+    // The last transition's flag follows the lifetime counters: nine in version 1 (an
+    // import still takes those bytes), ten in version 2, ten and the route counters in
+    // version 3. Its age follows the flag, from, to and reason.
+    let flag = match bytes.get(3) {
+        Some(1) => 136,
+        Some(2) => 144,
+        _ => 144 + 8 * tripgate_core::ROUTE_COUNT,
+    };
+    let last = if bytes.get(flag) == Some(&1) {
+        u64_at(flag + 4)
     } else {
         0
     };

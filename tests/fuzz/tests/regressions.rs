@@ -47,11 +47,11 @@ fn with_age(offset: usize, age: u64) -> Vec<u8> {
 /// on the time in transit (`elapsed` saturated). Found by the `snapshot` target.
 #[test]
 fn imported_ages_beyond_half_the_circle_are_corrupt() {
-    // Layout version 2: the state's age follows magic, version, window shape (15 bytes),
+    // Layout version 3: the state's age follows magic, version, window shape (15 bytes),
     // state (1) and epoch (8); the last transition's age follows the 10 counters, the
-    // probe counts and the transition's flag, from, to and reason.
+    // route counters, the probe counts and the transition's flag, from, to and reason.
     const STATE_AGE: usize = 24;
-    const LAST_AGE: usize = STATE_AGE + 8 * 4 + 4 * 2 + 8 * 10 + 4;
+    const LAST_AGE: usize = STATE_AGE + 8 * 4 + 4 * 2 + 8 * 10 + 8 * tripgate_core::ROUTE_COUNT + 4;
     for offset in [STATE_AGE, LAST_AGE] {
         let mut fresh = Breaker::new(Config::default(), 5 * SECOND).unwrap();
         let before = fresh.clone();
@@ -200,4 +200,62 @@ fn a_window_wider_than_half_the_circle_round_trips() {
     let mut fresh = Breaker::new(config, now).unwrap();
     fresh.import(&bytes, 0, now).unwrap();
     assert_eq!(export(&fresh, now), bytes);
+}
+
+/// The default config's export of a breaker that saw one fault at 0, with the calls of
+/// bucket `index` (0 the newest, 9 the oldest, as the bytes list them) set to `calls`.
+fn window_with_calls(index: usize, calls: u32) -> Vec<u8> {
+    let mut b = Breaker::new(Config::default(), 0).unwrap();
+    let permit = b.acquire(0).decision.unwrap();
+    b.record(permit, Outcome::Timeout, 0);
+    let bytes = export(&b, 0);
+    // The window ends the body: the anchor's age (u64), then 10 buckets of calls, faults
+    // and slow (u32 each). Found from the end, so the offset holds whatever precedes it.
+    let mut body = bytes[..bytes.len() - 4].to_vec();
+    let bucket = body.len() - 10 * 12 + index * 12;
+    body[bucket..bucket + 4].copy_from_slice(&calls.to_le_bytes());
+    tripgate_fuzz::input::seal(body)
+}
+
+/// A time window whose buckets hold more than 2³² − 1 calls together still forgets
+/// exactly what an expiring bucket held. Its running total saturated at `u32::MAX`, so
+/// expiring the full bucket took away more than the total had counted of it: the window
+/// read 0 calls and 1 fault (an impossible tally), where its own export, imported, read
+/// 1 call and 1 fault. Found by the `snapshot` target (the three inputs once kept in
+/// tests/fuzz/findings/, crafted buckets imported, "imported state reads differently").
+#[test]
+fn a_window_holding_more_than_u32_max_calls_forgets_exactly_what_expires() {
+    let d = Config::default();
+    let mut b = Breaker::new(d, 0).unwrap();
+    b.import(&window_with_calls(9, u32::MAX), 0, 0).unwrap();
+    // u32::MAX + 1 calls: a read saturates.
+    let full = b.metrics(0).window;
+    assert_eq!((full.calls, full.faults), (u32::MAX, 1));
+    // One bucket (3 s) later the oldest bucket has expired; the fault's remains.
+    let later = 3 * SECOND;
+    let left = b.metrics(later).window;
+    assert_eq!((left.calls, left.faults, left.slow), (1, 1, 0));
+    let mut fresh = Breaker::new(d, later).unwrap();
+    fresh.import(&export(&b, later), 0, later).unwrap();
+    assert_eq!(fresh.metrics(later), b.metrics(later));
+}
+
+/// A bucket that holds `u32::MAX` calls counts no more, and neither does the window's
+/// total, so the total stays the sum of its buckets: once that bucket expires, the window
+/// holds exactly the calls of the others. (The total counted on past the full bucket, so
+/// it read one call too many after the bucket expired.)
+#[test]
+fn a_full_bucket_counts_no_more_in_the_window_total() {
+    let d = Config::default();
+    let mut b = Breaker::new(d, 0).unwrap();
+    // The newest bucket (the fault's, at 0) holds u32::MAX calls.
+    b.import(&window_with_calls(0, u32::MAX), 0, 0).unwrap();
+    let permit = b.acquire(0).decision.unwrap();
+    b.record(permit, Outcome::Success, 0); // into the full bucket: not counted
+    let permit = b.acquire(3 * SECOND).decision.unwrap();
+    b.record(permit, Outcome::Success, 3 * SECOND); // the next bucket
+                                                    // At 30 s the full bucket has expired, the next one has not.
+    let later = 30 * SECOND;
+    let left = b.metrics(later).window;
+    assert_eq!((left.calls, left.faults), (1, 0));
 }

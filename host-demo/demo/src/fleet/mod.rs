@@ -102,7 +102,12 @@ fn node_member() -> Option<PathBuf> {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    (node && script.is_file()).then(|| script.canonicalize().unwrap_or(script))
+    // The script needs the JS package built (js/pkg) and its redis client installed.
+    let js = script.parent().and_then(|examples| examples.parent());
+    let built = js.is_some_and(|js| {
+        js.join("pkg/node/tripgate_wasm.js").is_file() && js.join("node_modules/redis").is_dir()
+    });
+    (node && script.is_file() && built).then(|| script.canonicalize().unwrap_or(script))
 }
 
 struct Plan<'a> {
@@ -394,7 +399,8 @@ pub fn run(args: &[String]) -> Result<()> {
         "tripgate fleet demo: {MEMBERS} member processes ({}), K = {PROBES}, cooldown {COOLDOWN_MS} ms, redis-server on {url}",
         match &node {
             Some(_) => "Rust and Node alternating",
-            None => "Rust only: no node or no js/examples/fleet-member.mjs",
+            None => "Rust only: no node, or js/examples/fleet-member.mjs or the built JS package \
+                     (js/pkg, js/node_modules) missing",
         }
     );
     let plan = |redis, quorum| Plan {

@@ -1,4 +1,5 @@
-//! The breaker's clocks, on the CPU's time-stamp counter through `quanta`:
+//! Fast clocks for hosts on an OS (feature `quanta`), on the CPU's time-stamp counter
+//! through `quanta`:
 //! [`CoarseClock`] (the default: a load of a millisecond-fresh reading) and
 //! [`QuantaClock`] (a counter read each time).
 
@@ -6,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use tripgate_core::{Clock, Nanos};
+use crate::time::{Clock, Nanos};
 
 /// How often the ticker thread refreshes the coarse reading: the precision of
 /// [`CoarseClock`].
