@@ -37,6 +37,13 @@ cargo build -p tripgate-component --target wasm32-wasip2 --profile component
 step "Rust: the core (spec, no-heap, doctests), the vectors on the native core, the thread-safe breaker with its tower layer, the model proptests and the fuzz corpus replay"
 cargo test --release -p tripgate-core -p tripgate-vectors -p tripgate --all-features -p tripgate-fuzz
 
+# The JS package comes before the wasmtime invocation: it builds js/pkg and installs the
+# redis client, so the fleet demo's test there runs a mixed fleet of Rust and Node
+# member processes (TRIPGATE_FLEET_MIXED makes it insist on one).
+step "JS: wasm-bindgen package and the component under jco, on Node 20 and Node 24"
+js_status=0
+bash js/scripts/test.sh || js_status=$?
+
 # tripgate-fuzz-component (the component target's corpus replay) joins this invocation:
 # its dependencies resolve with exactly the features the demo's do (`cargo tree -e
 # features` shows the same set with and without it), so wasmtime is still built once.
@@ -49,7 +56,6 @@ cargo test --release -p tripgate-core -p tripgate-vectors -p tripgate --all-feat
 # rebuilt after `cargo run --release -p host-demo`). Its tests and the fleet demo's start
 # their own redis-server (Debian's package: apt-get install redis-server).
 step "Rust: the component in wasmtime (tripgate-wasmtime, with its metrics and tracing), the demo, the fleet adapter on a real redis-server, and the component fuzz corpus replay"
-cargo test --release -p tripgate-wasmtime -p host-demo -p tripgate-fuzz-component -p tripgate-redis --features tripgate-wasmtime/tokio,tripgate-wasmtime/prometheus,tripgate-wasmtime/tracing,tripgate-redis/native,tripgate-redis/server
+TRIPGATE_FLEET_MIXED=1 cargo test --release -p tripgate-wasmtime -p host-demo -p tripgate-fuzz-component -p tripgate-redis --features tripgate-wasmtime/tokio,tripgate-wasmtime/prometheus,tripgate-wasmtime/tracing,tripgate-redis/native,tripgate-redis/server
 
-step "JS: wasm-bindgen package and the component under jco, on Node 20 and Node 24"
-bash js/scripts/test.sh
+exit "$js_status"

@@ -15,6 +15,14 @@ fn the_fleet_demo_holds_fleet_mode_s_bounds() {
     let stdout = String::from_utf8_lossy(&run.stdout);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "the demo failed:\n{stdout}\n{stderr}");
+    // tests/run-all.sh builds the JS package first and sets this: the fleet must then mix
+    // Rust and Node members, so they are shown to open and close each other.
+    if std::env::var_os("TRIPGATE_FLEET_MIXED").is_some() {
+        assert!(
+            stderr.contains("Rust and Node alternating"),
+            "a mixed fleet was asked for, but the demo ran without Node members:\n{stderr}"
+        );
+    }
     let row = |starts: &str| {
         stdout
             .lines()

@@ -400,7 +400,7 @@ pub fn run(args: &[String]) -> Result<()> {
         match &node {
             Some(_) => "Rust and Node alternating",
             None => "Rust only: no node, or js/examples/fleet-member.mjs or the built JS package \
-                     (js/pkg, js/node_modules) missing",
+                     (js/pkg, js/node_modules) missing; `bash js/scripts/setup.sh` builds it",
         }
     );
     let plan = |redis, quorum| Plan {
