@@ -209,10 +209,6 @@ impl Breaker {
                 && self.config.max_in_flight.is_none())
             .then(|| Ok(self.admit_untracked_call(now))),
             State::Open => {
-                // Closed is the path of nearly every call: without this hint the state
-                // is tested for `open` first, two instructions more on every closed call.
-                // (An open breaker turns callers away in a few nanoseconds either way.)
-                core::hint::cold_path();
                 let remaining = self.phase.remaining(now);
                 (remaining > 0).then(|| Err(self.reject(RejectReason::Open, remaining)))
             }
