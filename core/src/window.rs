@@ -139,7 +139,13 @@ impl TimeWindow {
     }
 
     fn next_index(&self, index: u8) -> u8 {
-        index.wrapping_add(1).checked_rem(self.len).unwrap_or(0)
+        // `index` is below `len`, so this is `(index + 1) % len` without a division.
+        let next = index.wrapping_add(1);
+        if next < self.len {
+            next
+        } else {
+            0
+        }
     }
 
     /// How many whole buckets the clock has moved past the newest one.
@@ -263,6 +269,7 @@ impl TimeWindow {
 const _: () = assert!(MAX_BUCKETS.is_power_of_two());
 
 const COUNT_WORDS: usize = (MAX_WINDOW_CALLS as usize).div_ceil(64);
+const _: () = assert!(COUNT_WORDS.is_power_of_two());
 
 /// The last `len` outcomes, as bitsets.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -280,7 +287,9 @@ pub(crate) struct CountWindow {
 
 /// Reads or writes one bit of a bitset.
 fn bit(set: &mut [u64; COUNT_WORDS], slot: u16, value: Option<bool>) -> bool {
-    let word = usize::from(slot.checked_div(64).unwrap_or(0));
+    // Slots are below `len` (at most `MAX_WINDOW_CALLS`, so the word below
+    // `COUNT_WORDS`, a power of two): the mask changes nothing and drops a bounds test.
+    let word = usize::from(slot.checked_div(64).unwrap_or(0)) & COUNT_WORDS.wrapping_sub(1);
     let mask = 1u64
         .checked_shl(u32::from(slot.checked_rem(64).unwrap_or(0)))
         .unwrap_or(0);
@@ -326,7 +335,9 @@ impl CountWindow {
             self.filled = self.filled.saturating_add(1);
         }
         self.total.add(fault, slow);
-        self.next = self.next.wrapping_add(1).checked_rem(self.len).unwrap_or(0);
+        // `next` is below `len`: `(next + 1) % len` without a division on every outcome.
+        let next = self.next.wrapping_add(1);
+        self.next = if next < self.len { next } else { 0 };
         self.total
     }
 
