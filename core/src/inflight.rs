@@ -33,6 +33,11 @@ struct HangRing {
     head: u64,
     origin: Nanos,
     width: Nanos,
+    /// The span of bucket `head`, as offsets from `origin`: `head × width` and
+    /// `(head + 1) × width` (saturated). An instant inside it is in bucket `head` without a
+    /// division, which nearly every start and outcome is.
+    head_from: Nanos,
+    head_until: Nanos,
     /// Outstanding calls whose whole start bucket is older than `slow-call-duration`.
     hung: u32,
 }
@@ -41,13 +46,7 @@ impl InFlight {
     pub(crate) fn new(slow_call_duration: Option<Nanos>, now: Nanos) -> Self {
         let hang = slow_call_duration.map(|slow| {
             let width = slow.div_ceil(SUBDIVISIONS).max(1);
-            HangRing {
-                starts: [0; RING],
-                head: 0,
-                origin: now,
-                width,
-                hung: 0,
-            }
+            HangRing::new(width, now)
         });
         Self { count: 0, hang }
     }
@@ -72,13 +71,7 @@ impl InFlight {
     /// Forgets every outstanding call (a transition leaves them stale) and restarts at `now`.
     pub(crate) fn clear(&mut self, now: Nanos) {
         if let Some(ring) = &mut self.hang {
-            *ring = HangRing {
-                starts: [0; RING],
-                head: 0,
-                origin: now,
-                width: ring.width,
-                hung: 0,
-            };
+            *ring = HangRing::new(ring.width, now);
         }
         self.count = 0;
     }
@@ -138,6 +131,18 @@ fn slot(bucket: u64) -> usize {
 }
 
 impl HangRing {
+    fn new(width: Nanos, now: Nanos) -> Self {
+        Self {
+            starts: [0; RING],
+            head: 0,
+            origin: now,
+            width,
+            head_from: 0,
+            head_until: width,
+            hung: 0,
+        }
+    }
+
     /// A bucket is hung once the newest bucket is more than `SUBDIVISIONS` past it: every
     /// start in it is then at least `SUBDIVISIONS × width ≥ slow-call-duration` old.
     fn is_hung(&self, bucket: u64) -> bool {
@@ -145,13 +150,28 @@ impl HangRing {
     }
 
     /// The bucket number of `instant`.
+    #[inline]
     fn bucket(&self, instant: Nanos) -> u64 {
-        since(instant, self.origin)
-            .checked_div(self.width)
-            .unwrap_or(0)
+        let offset = since(instant, self.origin);
+        // Exactly `offset / width` when the instant is in the head's span.
+        if (self.head_from..self.head_until).contains(&offset) {
+            return self.head;
+        }
+        offset.checked_div(self.width).unwrap_or(0)
     }
 
+    #[inline]
     fn advance(&mut self, now: Nanos) {
+        // At or before the head's bucket: no step (the case `steps == 0` below), and no
+        // division.
+        if since(now, self.origin) < self.head_until {
+            return;
+        }
+        self.advance_to(now);
+    }
+
+    #[inline(never)]
+    fn advance_to(&mut self, now: Nanos) {
         let current = self.bucket(now);
         let steps = current.saturating_sub(self.head);
         if steps == 0 {
@@ -168,5 +188,8 @@ impl HangRing {
             }
         }
         self.head = current;
+        // `current × width` is at most the offset it was divided from: no overflow.
+        self.head_from = current.saturating_mul(self.width);
+        self.head_until = self.head_from.saturating_add(self.width);
     }
 }

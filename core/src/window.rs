@@ -57,6 +57,13 @@ impl Sums {
         self.slow = self.slow.saturating_add(u64::from(bucket.slow));
     }
 
+    /// One more call, as [`Tally::add`] counts it in a bucket that is not full.
+    fn count(&mut self, fault: bool, slow: bool) {
+        self.calls = self.calls.saturating_add(1);
+        self.faults = self.faults.saturating_add(u64::from(fault));
+        self.slow = self.slow.saturating_add(u64::from(slow));
+    }
+
     fn remove(&mut self, bucket: Tally) {
         self.calls = self.calls.saturating_sub(u64::from(bucket.calls));
         self.faults = self.faults.saturating_sub(u64::from(bucket.faults));
@@ -173,7 +180,13 @@ impl TimeWindow {
     }
 
     fn next_index(&self, index: u8) -> u8 {
-        index.wrapping_add(1).checked_rem(self.len).unwrap_or(0)
+        // `index` is below `len`, so this is `(index + 1) % len` without a division.
+        let next = index.wrapping_add(1);
+        if next < self.len {
+            next
+        } else {
+            0
+        }
     }
 
     /// How many whole buckets the clock has moved past the newest one.
@@ -202,13 +215,18 @@ impl TimeWindow {
     #[inline]
     fn record(&mut self, now: Nanos, fault: bool, slow: bool) -> Tally {
         self.advance(now);
-        if let Some(bucket) = self.buckets.get_mut(usize::from(self.head)) {
+        // The head is always below `len` (at most `MAX_BUCKETS`, a power of two), so the
+        // mask changes nothing; it lets the compiler drop the bounds test from the hot
+        // path.
+        let head = usize::from(self.head) & (MAX_BUCKETS as usize).wrapping_sub(1);
+        if let Some(bucket) = self.buckets.get_mut(head) {
             // The total takes what the bucket took: nothing once the bucket is full, so
-            // the total stays the sum of the buckets.
-            let before = *bucket;
-            bucket.add(fault, slow);
-            self.total.add(*bucket);
-            self.total.remove(before);
+            // the total stays the sum of the buckets. A bucket's faults and slow calls
+            // never outnumber its calls, so one test covers all three.
+            if bucket.calls < u32::MAX {
+                bucket.add(fault, slow);
+                self.total.count(fault, slow);
+            }
         }
         self.total.tally()
     }
@@ -292,7 +310,10 @@ impl TimeWindow {
     }
 }
 
+const _: () = assert!(MAX_BUCKETS.is_power_of_two());
+
 const COUNT_WORDS: usize = (MAX_WINDOW_CALLS as usize).div_ceil(64);
+const _: () = assert!(COUNT_WORDS.is_power_of_two());
 
 /// The last `len` outcomes, as bitsets.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -310,7 +331,9 @@ pub(crate) struct CountWindow {
 
 /// Reads or writes one bit of a bitset.
 fn bit(set: &mut [u64; COUNT_WORDS], slot: u16, value: Option<bool>) -> bool {
-    let word = usize::from(slot.checked_div(64).unwrap_or(0));
+    // Slots are below `len` (at most `MAX_WINDOW_CALLS`, so the word below
+    // `COUNT_WORDS`, a power of two): the mask changes nothing and drops a bounds test.
+    let word = usize::from(slot.checked_div(64).unwrap_or(0)) & COUNT_WORDS.wrapping_sub(1);
     let mask = 1u64
         .checked_shl(u32::from(slot.checked_rem(64).unwrap_or(0)))
         .unwrap_or(0);
@@ -356,7 +379,9 @@ impl CountWindow {
             self.filled = self.filled.saturating_add(1);
         }
         self.total.add(fault, slow);
-        self.next = self.next.wrapping_add(1).checked_rem(self.len).unwrap_or(0);
+        // `next` is below `len`: `(next + 1) % len` without a division on every outcome.
+        let next = self.next.wrapping_add(1);
+        self.next = if next < self.len { next } else { 0 };
         self.total
     }
 

@@ -1,7 +1,8 @@
 //! One hot path of the bare core in a plain loop, for a profiler:
 //! `valgrind --tool=callgrind target/release/examples/hot_path closed 1000000`.
 //!
-//! Workloads: `closed` (acquire + record success), `open` (rejection), `trip` (the fault
+//! Workloads: `closed` (acquire + record success), `closed-count` and `closed-hang` (the
+//! same with a count window, and with hang tracking), `open` (rejection), `trip` (the fault
 //! that trips, on a fresh copy of a breaker four faults from tripping), `shared` (the
 //! thread-safe breaker's acquire + record, one thread), `clock` (one `QuantaClock` read).
 
@@ -25,6 +26,21 @@ fn main() {
                 black_box((r.class, r.transitions.len()));
             }
         }
+        // The closed pair with a count window, and with hang tracking (the general path).
+        "closed-count" => closed_with(
+            Config {
+                window_calls: Some(100),
+                ..Config::default()
+            },
+            iters,
+        ),
+        "closed-hang" => closed_with(
+            Config {
+                slow_call_duration: Some(SECOND),
+                ..Config::default()
+            },
+            iters,
+        ),
         "open" => {
             for _ in 0..5 {
                 let p = b.acquire(0).decision.unwrap();
@@ -58,5 +74,17 @@ fn main() {
             }
         }
         other => panic!("unknown workload {other}"),
+    }
+}
+
+/// `closed` on a breaker of `config`, out of line so that it leaves the code of the other
+/// workloads (and so their instruction counts) as they were.
+#[inline(never)]
+fn closed_with(config: Config, iters: u64) {
+    let mut b = Breaker::new(config, 0).unwrap();
+    for now in 0..iters {
+        let p = b.acquire(black_box(now)).decision.unwrap();
+        let r = b.record(p, Outcome::Success, black_box(now));
+        black_box((r.class, r.transitions.len()));
     }
 }
