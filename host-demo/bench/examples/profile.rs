@@ -1,8 +1,11 @@
 //! A loop to profile (`perf record -g target/release/examples/profile raw 5000000`):
 //! acquire + record through the library, with a raw permit (`raw`) or a permit resource
 //! (`resource`), or the bare bindings' raw pair with listing (`bare-listing`) or flat
-//! (`bare-flat`: the handle path) results, or a bare `state()` (`bare-state`). Under
-//! `valgrind --tool=callgrind` the instruction counts compare paths on a busy machine.
+//! (`bare-flat`: the handle path) results, or a bare `state()` (`bare-state`), or the
+//! handle path with the store behind a `Mutex` and a `CoarseClock` read per call
+//! (`bare-flat-locked`: what thread safety and a clock alone add to the bare bindings).
+//! Under `valgrind --tool=callgrind` the instruction counts compare paths on a busy
+//! machine.
 
 use std::hint::black_box;
 
@@ -53,6 +56,26 @@ fn main() {
             let api = tripgate.tripgate_breaker_circuit_breaker().breaker();
             let config = tripgate_wasmtime::wit::Config::default();
             let me = api.call_create(&mut store, &config, 0).unwrap().unwrap();
+            if bare == "bare-flat-locked" {
+                use tripgate_core::Clock;
+                let clock = tripgate_core::CoarseClock::new();
+                let locked = std::sync::Mutex::new(store);
+                for _ in 0..n {
+                    let now = clock.now();
+                    let h = {
+                        let mut st = locked.lock().unwrap();
+                        api.call_acquire_handle(&mut *st, me, now).unwrap()
+                    };
+                    let h = u32::try_from(h).unwrap();
+                    let now = clock.now();
+                    let mut st = locked.lock().unwrap();
+                    black_box(
+                        api.call_record_handle(&mut *st, me, h, Outcome::Success, now)
+                            .unwrap(),
+                    );
+                }
+                return;
+            }
             for _ in 0..n {
                 match bare {
                     "bare-listing" => {
