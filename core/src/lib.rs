@@ -66,6 +66,8 @@ mod fleet;
 #[cfg(feature = "alloc")]
 mod handles;
 mod inflight;
+#[cfg(feature = "std")]
+mod listener;
 mod metrics;
 mod outcome;
 mod permit;
@@ -103,6 +105,8 @@ pub use fleet::{
 pub use handles::{
     HandleAdmission, HandleRecord, PermitTable, Refusal, HANDLE_BITS, HANDLE_LIMIT, MAX_OUTSTANDING,
 };
+#[cfg(feature = "std")]
+pub use listener::{Listener, ListenerSlot};
 pub use metrics::{Metrics, REJECT_REASONS};
 pub use outcome::{
     Class, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, OutcomeKind, StatusSet,

@@ -1,18 +1,15 @@
 //! The thread-safe breaker: the core behind a lock, with its own clock.
 
 use std::fmt;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use tripgate_core::{
     Announcement, Clock, CoarseClock, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus,
-    Metrics, Outcome, Rejection, SnapshotError, State, Transition, Transitions, Verdict,
-    MAX_EXPORT_LEN,
+    ListenerSlot, Metrics, Outcome, Rejection, SnapshotError, State, Transition, Transitions,
+    Verdict, MAX_EXPORT_LEN,
 };
 
 use crate::lock::Lock;
-
-/// A transition listener (see [`Breaker::on_transition`]).
-type Listener = Arc<dyn Fn(&Transition) + Send + Sync>;
 
 /// A circuit breaker for one upstream, shared between threads (`Send + Sync`; put it in an
 /// `Arc`, or a [`Registry`](crate::Registry)). It owns its clock ([`CoarseClock`] unless
@@ -34,7 +31,7 @@ type Listener = Arc<dyn Fn(&Transition) + Send + Sync>;
 pub struct Breaker<C: Clock = CoarseClock> {
     core: Lock<tripgate_core::Breaker>,
     clock: C,
-    listener: RwLock<Option<Listener>>,
+    listener: ListenerSlot,
 }
 
 impl<C: Clock> fmt::Debug for Breaker<C> {
@@ -59,7 +56,7 @@ impl<C: Clock> Breaker<C> {
         Ok(Self {
             core: Lock::new(core),
             clock,
-            listener: RwLock::new(None),
+            listener: ListenerSlot::new(),
         })
     }
 
@@ -169,9 +166,7 @@ impl<C: Clock> Breaker<C> {
     fn manual(&self, op: fn(&mut tripgate_core::Breaker, u64) -> Transitions) -> Transitions {
         let now = self.clock.now();
         let transitions = op(&mut self.core.lock(), now);
-        if !transitions.is_empty() {
-            self.tell(&transitions);
-        }
+        self.listener.tell(transitions.as_slice());
         transitions
     }
 
@@ -197,9 +192,7 @@ impl<C: Clock> Breaker<C> {
     pub fn fleet_apply(&self, event: FleetEvent) -> (FleetApplied, Transitions) {
         let now = self.clock.now();
         let (applied, transitions) = self.core.lock().fleet_apply(event, now);
-        if !transitions.is_empty() {
-            self.tell(&transitions);
-        }
+        self.listener.tell(transitions.as_slice());
         (applied, transitions)
     }
 
@@ -236,29 +229,13 @@ impl<C: Clock> Breaker<C> {
     /// after that call has released the breaker: no polling, and the listener may use the
     /// breaker. Replaces any earlier listener. For logs, events and metrics exporters.
     pub fn on_transition(&self, listener: impl Fn(&Transition) + Send + Sync + 'static) {
-        *self
-            .listener
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Arc::new(listener));
+        self.listener.set(listener);
     }
 
     #[inline(always)]
     fn notify(&self, caused: Option<Transitions>) {
         if let Some(transitions) = caused {
-            self.tell(&transitions);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn tell(&self, transitions: &Transitions) {
-        let listener = self
-            .listener
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone();
-        if let Some(listener) = listener {
-            transitions.iter().for_each(|t| listener(t));
+            self.listener.tell(transitions.as_slice());
         }
     }
 }

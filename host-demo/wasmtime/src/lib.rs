@@ -62,10 +62,10 @@ pub mod trace;
 
 use std::fmt;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use anyhow::{anyhow, Context, Result};
-use tripgate_core::{HandleAdmission, HandleRecord, Refusal};
+use tripgate_core::{HandleAdmission, HandleRecord, ListenerSlot, Refusal};
 use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Engine, ResourceLimiter, Store};
 
@@ -307,7 +307,7 @@ impl Instance {
             shared: Arc::new(BreakerShared {
                 instance: Arc::clone(&self.shared),
                 resource,
-                listener: RwLock::new(None),
+                listener: ListenerSlot::new(),
                 cooldown: wit_config.cooldown.unwrap_or(defaults.cooldown),
                 probe_timeout: wit_config.probe_timeout.unwrap_or(defaults.probe_timeout),
             }),
@@ -320,13 +320,10 @@ impl Instance {
     }
 }
 
-/// A transition listener (see [`Breaker::on_transition`]).
-type Listener = Arc<dyn Fn(&Transition) + Send + Sync>;
-
 struct BreakerShared {
     instance: Arc<InstanceShared>,
     resource: ResourceAny,
-    listener: RwLock<Option<Listener>>,
+    listener: ListenerSlot,
     cooldown: u64,
     probe_timeout: u64,
 }
@@ -339,17 +336,7 @@ impl BreakerShared {
     /// Tells the listener, if any, about `transitions` (after the guest's lock is released,
     /// so the listener may call the breaker).
     fn notify(&self, transitions: &[Transition]) {
-        if transitions.is_empty() {
-            return;
-        }
-        let listener = self
-            .listener
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone();
-        if let Some(listener) = listener {
-            transitions.iter().for_each(|t| listener(t));
-        }
+        self.listener.tell(transitions);
     }
 
     /// Runs `f` on the locked guest with this breaker's resource.
@@ -726,11 +713,7 @@ impl Breaker {
     /// breaker (a listener that owns a clone of the breaker keeps it alive). Replaces any
     /// earlier listener. For logs, events and metrics exporters.
     pub fn on_transition(&self, listener: impl Fn(&Transition) + Send + Sync + 'static) {
-        *self
-            .shared
-            .listener
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Arc::new(listener));
+        self.shared.listener.set(listener);
     }
 
     /// The state as compact bytes, instants relative to now.
