@@ -59,6 +59,9 @@ wit_bindgen::generate!({
 
 use exports::tripgate::breaker::circuit_breaker as wit;
 
+mod keys;
+use keys::KEYS;
+
 /// lol_alloc's free list: a real allocator that frees (breakers and permits come and go)
 /// in about a kilobyte of code, a third of what talc takes, for a component whose size is
 /// budgeted. The component is single-threaded.
@@ -121,11 +124,37 @@ export!(Component);
 impl wit::Guest for Component {
     type Breaker = BreakerResource;
     type Permit = PermitResource;
+
+    fn acquire_flat(key: u32, now: u64) -> Option<wit::Acquired> {
+        Some(KEYS.get(key)?.acquire_flat(now))
+    }
+
+    fn record_flat(key: u32, permit: wit::Permit, outcome: wit::Outcome, now: u64) -> i32 {
+        match KEYS.get(key) {
+            Some(held) => held.record_flat(permit, outcome, now),
+            // Dropping the permit releases it on its own breaker.
+            None => Refusal::UnknownBreaker.code(),
+        }
+    }
+
+    fn acquire_handle(key: u32, now: u64) -> i64 {
+        KEYS.get(key)
+            .map_or(HandleAdmission::UNKNOWN_BREAKER, |held| {
+                held.acquire_handle(now)
+            })
+    }
+
+    fn record_handle(key: u32, handle: u32, outcome: wit::Outcome, now: u64) -> i32 {
+        KEYS.get(key)
+            .map_or(Refusal::UnknownBreaker.code(), |held| {
+                held.record_handle(handle, outcome, now)
+            })
+    }
 }
 
 /// One breaker, shared by its resource handle and its permits, with the transitions of
 /// its latest call that caused any (what `last-transitions` returns).
-struct Held {
+pub(crate) struct Held {
     core: RefCell<Breaker>,
     last: Cell<core_api::Transitions>,
     /// The permits `acquire-handle` handed out, made on first use.
@@ -142,10 +171,17 @@ impl Held {
     }
 }
 
-type Shared = Rc<Held>;
+pub(crate) type Shared = Rc<Held>;
 
-/// The `breaker` resource.
-struct BreakerResource(Shared);
+/// The `breaker` resource: its breaker and its key (`keys`).
+struct BreakerResource(Shared, u32);
+
+impl Drop for BreakerResource {
+    fn drop(&mut self) {
+        // The breaker itself lives on while permits hold it; its key ends with its handle.
+        KEYS.remove(self.1);
+    }
+}
 
 /// The `permit` resource: the core's permit and the breaker that issued it.
 struct PermitResource {
@@ -197,17 +233,17 @@ impl wit::GuestPermit for PermitResource {
 /// `last-transitions`).
 type Counted<T> = (T, u8);
 
-impl BreakerResource {
+impl Held {
     #[inline(never)]
     fn acquire_core(&self, now: u64) -> Counted<Result<Permit, core_api::Rejection>> {
-        let admission = self.0.core.borrow_mut().acquire(now);
-        let count = self.0.note(admission.transitions);
+        let admission = self.core.borrow_mut().acquire(now);
+        let count = self.note(admission.transitions);
         (admission.decision, count)
     }
 
-    fn permit_resource(&self, permit: Permit) -> wit::Permit {
+    fn permit_resource(self: &Rc<Self>, permit: Permit) -> wit::Permit {
         wit::Permit::new(PermitResource {
-            owner: Rc::clone(&self.0),
+            owner: Rc::clone(self),
             probe: permit.is_probe(),
             epoch: permit.epoch(),
             started: permit.started(),
@@ -218,7 +254,7 @@ impl BreakerResource {
     /// One copy of the core's `record` for every permit kind and result shape.
     #[inline(never)]
     fn record_core(&self, permit: Option<Permit>, outcome: Outcome, now: u64) -> HandleRecord {
-        let mut core = self.0.core.borrow_mut();
+        let mut core = self.core.borrow_mut();
         let recorded = match permit {
             Some(permit) => core.record(permit, outcome, now),
             None => core.record_stale(outcome, now),
@@ -227,7 +263,7 @@ impl BreakerResource {
             class: recorded.class,
             slow: recorded.slow,
             stale: recorded.stale,
-            transitions: self.0.note(recorded.transitions),
+            transitions: self.note(recorded.transitions),
         }
     }
 
@@ -235,13 +271,13 @@ impl BreakerResource {
     /// outcome. A foreign permit is dropped (released on its own breaker); an invalid
     /// outcome releases the permit as `cancelled`.
     fn take(
-        &self,
+        self: &Rc<Self>,
         permit: wit::Permit,
         outcome: wit::Outcome,
         now: u64,
     ) -> Result<(Permit, Outcome), wit::RecordError> {
         let held: PermitResource = permit.into_inner();
-        if !Rc::ptr_eq(&held.owner, &self.0) {
+        if !Rc::ptr_eq(&held.owner, self) {
             // Dropping `held` releases it on its own breaker, at that breaker's latest
             // instant (this `now` is another breaker's).
             return Err(wit::RecordError::ForeignPermit);
@@ -280,7 +316,7 @@ impl BreakerResource {
         if count == 0 {
             Vec::new()
         } else {
-            transitions(&self.0.last.get())
+            transitions(&self.last.get())
         }
     }
 
@@ -300,21 +336,21 @@ impl BreakerResource {
         op: fn(&mut Breaker, u64) -> core_api::Transitions,
         now: u64,
     ) -> Vec<wit::Transition> {
-        let count = self.0.note(op(&mut self.0.core.borrow_mut(), now));
+        let count = self.note(op(&mut self.core.borrow_mut(), now));
         self.listed(count)
     }
 }
 
-impl BreakerResource {
+impl Held {
     /// Stores a permit in the handle table (made on first use); the permit back when
     /// 2^20 handles are out.
     fn store(&self, permit: Permit, now: u64) -> Result<u32, Permit> {
-        let mut handles = self.0.handles.borrow_mut();
-        let core = self.0.core.borrow();
+        let mut handles = self.handles.borrow_mut();
+        let core = self.core.borrow();
         let table = handles.get_or_insert_with(|| {
             // Breakers of one instance start their counters apart, so a handle given to
             // the wrong breaker most likely names nothing there.
-            let start = u32::try_from(Rc::as_ptr(&self.0) as usize).unwrap_or(0);
+            let start = u32::try_from(core::ptr::from_ref(self) as usize).unwrap_or(0);
             PermitTable::new(start.wrapping_mul(0x9E37_79B9), core.config().probe_timeout)
         });
         table.insert(
@@ -333,55 +369,8 @@ fn raw(permit: Permit) -> wit::RawPermit {
     }
 }
 
-impl wit::GuestBreaker for BreakerResource {
-    fn create(config: wit::Config, now: u64) -> Result<wit::Breaker, wit::ConfigError> {
-        let breaker = Breaker::new(core_config(config)?, now).map_err(config_error)?;
-        Ok(wit::Breaker::new(BreakerResource(Rc::new(Held {
-            handles: RefCell::new(None),
-            core: RefCell::new(breaker),
-            last: Cell::new(core_api::Transitions::default()),
-        }))))
-    }
-
-    fn acquire(&self, now: u64) -> wit::Admission {
-        let (decision, count) = self.acquire_core(now);
-        wit::Admission {
-            decision: decision
-                .map(|permit| self.permit_resource(permit))
-                .map_err(rejection),
-            transitions: self.listed(count),
-        }
-    }
-
-    fn record_outcome(
-        &self,
-        permit: wit::Permit,
-        outcome: wit::Outcome,
-        now: u64,
-    ) -> Result<wit::Recorded, wit::RecordError> {
-        let (permit, outcome) = self.take(permit, outcome, now)?;
-        Ok(self.recorded(self.record_core(Some(permit), outcome, now)))
-    }
-
-    fn acquire_raw(&self, now: u64) -> wit::RawAdmission {
-        let (decision, count) = self.acquire_core(now);
-        wit::RawAdmission {
-            decision: decision.map(raw).map_err(rejection),
-            transitions: self.listed(count),
-        }
-    }
-
-    fn record_raw(
-        &self,
-        permit: wit::RawPermit,
-        outcome: wit::Outcome,
-        now: u64,
-    ) -> Result<wit::Recorded, wit::RecordError> {
-        let (permit, outcome) = Self::take_raw(permit, outcome)?;
-        Ok(self.recorded(self.record_core(Some(permit), outcome, now)))
-    }
-
-    fn acquire_flat(&self, now: u64) -> wit::Acquired {
+impl Held {
+    fn acquire_flat(self: &Rc<Self>, now: u64) -> wit::Acquired {
         let (decision, transitions) = self.acquire_core(now);
         wit::Acquired {
             decision: decision
@@ -391,7 +380,7 @@ impl wit::GuestBreaker for BreakerResource {
         }
     }
 
-    fn record_flat(&self, permit: wit::Permit, outcome: wit::Outcome, now: u64) -> i32 {
+    fn record_flat(self: &Rc<Self>, permit: wit::Permit, outcome: wit::Outcome, now: u64) -> i32 {
         match self.take(permit, outcome, now) {
             Ok((permit, outcome)) => self.record_core(Some(permit), outcome, now).encode(),
             Err(error) => refusal(&error).code(),
@@ -415,7 +404,7 @@ impl wit::GuestBreaker for BreakerResource {
                 let more = self
                     .record_core(Some(permit), Outcome::Ignored, now)
                     .transitions;
-                let state = self.0.core.borrow().state(now);
+                let state = self.core.borrow().state(now);
                 HandleAdmission::Rejected {
                     rejection: core_api::Rejection {
                         state,
@@ -435,13 +424,71 @@ impl wit::GuestBreaker for BreakerResource {
             Err(error) => return refusal(&error).code(),
         };
         let permit = self
-            .0
             .handles
             .borrow_mut()
             .as_mut()
             .and_then(|table| table.take(handle));
         // A handle that names no permit out records a stale outcome.
         self.record_core(permit, outcome, now).encode()
+    }
+}
+
+impl wit::GuestBreaker for BreakerResource {
+    fn create(config: wit::Config, now: u64) -> Result<wit::Breaker, wit::ConfigError> {
+        let breaker = Breaker::new(core_config(config)?, now).map_err(config_error)?;
+        let held = Rc::new(Held {
+            handles: RefCell::new(None),
+            core: RefCell::new(breaker),
+            last: Cell::new(core_api::Transitions::default()),
+        });
+        let key = KEYS.insert(Rc::clone(&held));
+        Ok(wit::Breaker::new(BreakerResource(held, key)))
+    }
+
+    fn key(&self) -> u32 {
+        self.1
+    }
+
+    fn acquire(&self, now: u64) -> wit::Admission {
+        let (decision, count) = self.0.acquire_core(now);
+        wit::Admission {
+            decision: decision
+                .map(|permit| self.0.permit_resource(permit))
+                .map_err(rejection),
+            transitions: self.0.listed(count),
+        }
+    }
+
+    fn record_outcome(
+        &self,
+        permit: wit::Permit,
+        outcome: wit::Outcome,
+        now: u64,
+    ) -> Result<wit::Recorded, wit::RecordError> {
+        let (permit, outcome) = self.0.take(permit, outcome, now)?;
+        Ok(self
+            .0
+            .recorded(self.0.record_core(Some(permit), outcome, now)))
+    }
+
+    fn acquire_raw(&self, now: u64) -> wit::RawAdmission {
+        let (decision, count) = self.0.acquire_core(now);
+        wit::RawAdmission {
+            decision: decision.map(raw).map_err(rejection),
+            transitions: self.0.listed(count),
+        }
+    }
+
+    fn record_raw(
+        &self,
+        permit: wit::RawPermit,
+        outcome: wit::Outcome,
+        now: u64,
+    ) -> Result<wit::Recorded, wit::RecordError> {
+        let (permit, outcome) = Held::take_raw(permit, outcome)?;
+        Ok(self
+            .0
+            .recorded(self.0.record_core(Some(permit), outcome, now)))
     }
 
     fn fleet_apply(&self, event: wit::FleetEvent, now: u64) -> wit::FleetApplying {
@@ -458,7 +505,7 @@ impl wit::GuestBreaker for BreakerResource {
         let count = self.0.note(caused);
         wit::FleetApplying {
             applied: case(wit::FleetApplied::from_repr, applied.code()),
-            transitions: self.listed(count),
+            transitions: self.0.listed(count),
         }
     }
 
@@ -533,19 +580,19 @@ impl wit::GuestBreaker for BreakerResource {
     }
 
     fn isolate(&self, now: u64) -> Vec<wit::Transition> {
-        self.manual(Breaker::isolate, now)
+        self.0.manual(Breaker::isolate, now)
     }
 
     fn release(&self, now: u64) -> Vec<wit::Transition> {
-        self.manual(Breaker::release, now)
+        self.0.manual(Breaker::release, now)
     }
 
     fn disable(&self, now: u64) -> Vec<wit::Transition> {
-        self.manual(Breaker::disable, now)
+        self.0.manual(Breaker::disable, now)
     }
 
     fn reset(&self, now: u64) -> Vec<wit::Transition> {
-        self.manual(Breaker::reset, now)
+        self.0.manual(Breaker::reset, now)
     }
 
     fn export_state(&self, now: u64) -> Result<Vec<u8>, wit::SnapshotError> {

@@ -232,23 +232,27 @@ pub enum Refusal {
     ForeignPermit,
     /// A permit recorded already (code -4).
     MalformedPermit,
+    /// A key that names no breaker of the instance (code -5): the keyed hot path's.
+    UnknownBreaker,
 }
 
 impl Refusal {
-    const ALL: [Self; 4] = [
+    const ALL: [Self; 5] = [
         Self::InvalidStatus,
         Self::InvalidGrpcCode,
         Self::ForeignPermit,
         Self::MalformedPermit,
+        Self::UnknownBreaker,
     ];
 
-    /// The refusal as the scalar result carries it: -1 to -4.
+    /// The refusal as the scalar result carries it: -1 to -5.
     pub fn code(self) -> i32 {
         match self {
             Self::InvalidStatus => -1,
             Self::InvalidGrpcCode => -2,
             Self::ForeignPermit => -3,
             Self::MalformedPermit => -4,
+            Self::UnknownBreaker => -5,
         }
     }
 
@@ -291,6 +295,11 @@ pub enum HandleAdmission {
 const RETRY_LIMIT: u64 = (1 << 55) - 1;
 
 impl HandleAdmission {
+    /// What the keyed `acquire-handle` answers for a key that names no breaker: -2⁶³,
+    /// which no admission encodes (its reason bits are 7), so [`Self::decode`] gives
+    /// `None`.
+    pub const UNKNOWN_BREAKER: i64 = i64::MIN;
+
     /// The admission as one number.
     pub fn encode(self) -> i64 {
         let count = |t: u8| u64::from(t.min(3));
@@ -317,6 +326,7 @@ impl HandleAdmission {
     }
 
     /// The admission a number encodes; `None` for a number no encoding produces.
+    #[inline]
     pub fn decode(value: i64) -> Option<Self> {
         let count = |bits: u64| u8::try_from(bits & 3).unwrap_or(0);
         if value >= 0 {
@@ -367,6 +377,7 @@ impl HandleRecord {
     }
 
     /// The record or refusal a number encodes; `None` for a number no encoding produces.
+    #[inline]
     pub fn decode_result(value: i32) -> Option<Result<Self, Refusal>> {
         if value < 0 {
             return Refusal::ALL
@@ -378,6 +389,7 @@ impl HandleRecord {
     }
 
     /// The record a number encodes; `None` for a number no encoding produces.
+    #[inline]
     pub fn decode(value: i32) -> Option<Self> {
         if !(0..64).contains(&value) {
             return None;
@@ -448,6 +460,10 @@ mod tests {
             }
         }
         assert_eq!(HandleAdmission::decode(1 << 40), None);
+        assert_eq!(
+            HandleAdmission::decode(HandleAdmission::UNKNOWN_BREAKER),
+            None
+        );
         assert_eq!(HandleRecord::decode(-1), None);
         for refusal in Refusal::ALL {
             assert_eq!(
@@ -455,7 +471,7 @@ mod tests {
                 Some(Err(refusal))
             );
         }
-        assert_eq!(HandleRecord::decode_result(-5), None);
+        assert_eq!(HandleRecord::decode_result(-6), None);
     }
 
     #[test]

@@ -36,7 +36,7 @@
 //! `tests/spec.rs`.
 
 #![no_std]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![deny(
     clippy::unwrap_used,
@@ -68,6 +68,9 @@ mod handles;
 mod inflight;
 #[cfg(feature = "std")]
 mod listener;
+#[cfg(feature = "std")]
+#[allow(unsafe_code)]
+pub mod lock;
 mod metrics;
 mod outcome;
 mod permit;
@@ -107,6 +110,8 @@ pub use handles::{
 };
 #[cfg(feature = "std")]
 pub use listener::{Listener, ListenerSlot};
+#[cfg(feature = "std")]
+pub use lock::Lock;
 pub use metrics::{Metrics, REJECT_REASONS};
 pub use outcome::{
     Class, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, OutcomeKind, StatusSet,

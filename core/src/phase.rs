@@ -132,16 +132,43 @@ impl Phase {
             return self.cooldown;
         }
         let draw = splitmix64(&mut self.rng) >> 32; // uniform in [0, 2^32)
-        let extra = u128::from(self.cooldown)
-            .saturating_mul(u128::from(config.jitter_percent))
-            .saturating_mul(u128::from(draw))
-            .checked_shr(32)
-            .unwrap_or(0)
-            .checked_div(100)
-            .unwrap_or(0);
+        let draw = u32::try_from(draw).unwrap_or(u32::MAX);
         self.cooldown
-            .saturating_add(u64::try_from(extra).unwrap_or(u64::MAX))
+            .saturating_add(jitter_extra(self.cooldown, config.jitter_percent, draw))
     }
+}
+
+/// `cooldown × percent × draw / 2³² / 100`, rounded down and saturated, computed exactly
+/// in 32-bit limbs: a `u128` product and division would link about 1.2 KB of
+/// compiler-builtins into the component, whose size is budgeted.
+fn jitter_extra(cooldown: Nanos, percent: u8, draw: u32) -> Nanos {
+    const LOW: u64 = 0xFFFF_FFFF;
+    // Little-endian limbs of `cooldown × percent × draw` (below 2¹⁰⁴).
+    let mut limbs = [cooldown & LOW, cooldown >> 32, 0, 0];
+    for factor in [u64::from(percent), u64::from(draw)] {
+        let mut carry = 0;
+        for limb in &mut limbs {
+            // A limb, a factor and a carry are each below 2³², so this stays below 2⁶⁴:
+            // the wrapping forms never wrap.
+            let t = limb.wrapping_mul(factor).wrapping_add(carry);
+            *limb = t & LOW;
+            carry = t >> 32;
+        }
+    }
+    // Drop the lowest limb (÷ 2³²), then long division by 100 from the top limb down.
+    let [_, l1, l2, l3] = limbs;
+    let mut rest = 0;
+    let mut quotient = [0u64; 3];
+    for (q, limb) in quotient.iter_mut().zip([l3, l2, l1]) {
+        let current = rest << 32 | limb;
+        *q = current / 100;
+        rest = current % 100;
+    }
+    let [q3, q2, q1] = quotient;
+    if q3 != 0 {
+        return Nanos::MAX;
+    }
+    q2 << 32 | q1
 }
 
 /// The next cooldown after a re-open from half-open.
@@ -165,4 +192,42 @@ fn splitmix64(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The limb arithmetic equals the plain `u128` formula it replaces, so jittered
+    /// cooldowns (and the vectors that replay them) are unchanged.
+    #[test]
+    fn jitter_extra_is_the_u128_formula() {
+        let reference = |c: u64, p: u8, d: u32| {
+            let extra = (u128::from(c) * u128::from(p) * u128::from(d)) >> 32;
+            u64::try_from(extra / 100).unwrap_or(u64::MAX)
+        };
+        let mut rng = 7;
+        let edges = [
+            0,
+            1,
+            99,
+            100,
+            15_000_000_000,
+            1 << 32,
+            u64::MAX / 100,
+            u64::MAX,
+        ];
+        for round in 0..20_000 {
+            let c = edges
+                .get(round)
+                .copied()
+                .unwrap_or_else(|| splitmix64(&mut rng));
+            for p in [0, 1, 37, 99, 100, u8::MAX] {
+                let draw = splitmix64(&mut rng) >> 32;
+                for d in [0, 1, u32::MAX, u32::try_from(draw).unwrap_or(0)] {
+                    assert_eq!(jitter_extra(c, p, d), reference(c, p, d), "{c} {p} {d}");
+                }
+            }
+        }
+    }
 }

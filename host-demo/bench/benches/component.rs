@@ -81,6 +81,7 @@ struct Bare {
     store: Store<()>,
     tripgate: Tripgate,
     me: ResourceAny,
+    key: u32,
 }
 
 impl Bare {
@@ -94,10 +95,16 @@ impl Bare {
             .call_create(&mut store, &wit::Config::default(), 0)
             .unwrap()
             .unwrap();
+        let key = tripgate
+            .tripgate_breaker_circuit_breaker()
+            .breaker()
+            .call_key(&mut store, me)
+            .unwrap();
         Self {
             store,
             tripgate,
             me,
+            key,
         }
     }
 }
@@ -119,8 +126,10 @@ fn bare(c: &mut Criterion) {
             mut store,
             tripgate,
             me,
+            key,
         } = Bare::new(&engine);
-        let api = tripgate.tripgate_breaker_circuit_breaker().breaker();
+        let hot = tripgate.tripgate_breaker_circuit_breaker();
+        let api = hot.breaker();
         let store = &mut store;
         group.bench_function(BenchmarkId::new("state()", engine_name), |b| {
             b.iter(|| black_box(api.call_state(&mut *store, me, 1).unwrap()))
@@ -142,9 +151,9 @@ fn bare(c: &mut Criterion) {
         });
         group.bench_function("handle pair (scalar results)", |b| {
             b.iter(|| {
-                let handle = api.call_acquire_handle(&mut *store, me, 1).unwrap();
+                let handle = hot.call_acquire_handle(&mut *store, key, 1).unwrap();
                 let handle = u32::try_from(handle).unwrap();
-                black_box(api.call_record_handle(&mut *store, me, handle, Outcome::Success, 1))
+                black_box(hot.call_record_handle(&mut *store, key, handle, Outcome::Success, 1))
                     .unwrap();
             })
         });
@@ -159,9 +168,10 @@ fn bare(c: &mut Criterion) {
         });
         group.bench_function("permit resource pair, flat", |b| {
             b.iter(|| {
-                let permit = api.call_acquire_flat(&mut *store, me, 1).unwrap().decision;
+                let acquired = hot.call_acquire_flat(&mut *store, key, 1).unwrap();
+                let permit = acquired.unwrap().decision;
                 let permit = permit.unwrap();
-                black_box(api.call_record_flat(&mut *store, me, permit, Outcome::Success, 1))
+                black_box(hot.call_record_flat(&mut *store, key, permit, Outcome::Success, 1))
                     .unwrap();
             })
         });

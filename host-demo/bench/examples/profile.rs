@@ -56,6 +56,8 @@ fn main() {
             let api = tripgate.tripgate_breaker_circuit_breaker().breaker();
             let config = tripgate_wasmtime::wit::Config::default();
             let me = api.call_create(&mut store, &config, 0).unwrap().unwrap();
+            let key = api.call_key(&mut store, me).unwrap();
+            let hot = tripgate.tripgate_breaker_circuit_breaker();
             if bare == "bare-flat-locked" {
                 use tripgate_core::Clock;
                 let clock = tripgate_core::CoarseClock::new();
@@ -64,13 +66,13 @@ fn main() {
                     let now = clock.now();
                     let h = {
                         let mut st = locked.lock().unwrap();
-                        api.call_acquire_handle(&mut *st, me, now).unwrap()
+                        hot.call_acquire_handle(&mut *st, key, now).unwrap()
                     };
                     let h = u32::try_from(h).unwrap();
                     let now = clock.now();
                     let mut st = locked.lock().unwrap();
                     black_box(
-                        api.call_record_handle(&mut *st, me, h, Outcome::Success, now)
+                        hot.call_record_handle(&mut *st, key, h, Outcome::Success, now)
                             .unwrap(),
                     );
                 }
@@ -91,21 +93,22 @@ fn main() {
                         .ok();
                     }
                     "bare-flat" => {
-                        let h = api.call_acquire_handle(&mut store, me, 1).unwrap();
+                        let h = hot.call_acquire_handle(&mut store, key, 1).unwrap();
                         let h = u32::try_from(h).unwrap();
                         black_box(
-                            api.call_record_handle(&mut store, me, h, Outcome::Success, 1)
+                            hot.call_record_handle(&mut store, key, h, Outcome::Success, 1)
                                 .unwrap(),
                         );
                     }
                     "bare-resource-flat" => {
-                        let p = api
-                            .call_acquire_flat(&mut store, me, 1)
+                        let p = hot
+                            .call_acquire_flat(&mut store, key, 1)
+                            .unwrap()
                             .unwrap()
                             .decision
                             .unwrap();
                         black_box(
-                            api.call_record_flat(&mut store, me, p, Outcome::Success, 1)
+                            hot.call_record_flat(&mut store, key, p, Outcome::Success, 1)
                                 .unwrap(),
                         );
                     }

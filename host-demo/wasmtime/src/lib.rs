@@ -33,7 +33,7 @@
 //!
 //! * [`Runtime`]: the engine and the compiled component, loaded once and shared (clone
 //!   it freely).
-//! * [`Instance`]: one instance of the component (a wasmtime `Store` behind a mutex) that
+//! * [`Instance`]: one instance of the component (a wasmtime `Store` behind a lock) that
 //!   holds any number of breakers. [`Runtime::breaker`] gives each breaker its own
 //!   instance, so breakers never contend for a lock.
 //! * [`Breaker`]: `Send + Sync` and cheap to clone. [`Permit`] releases itself as
@@ -62,10 +62,11 @@ pub mod trace;
 
 use std::fmt;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
-use tripgate_core::{HandleAdmission, HandleRecord, ListenerSlot, Refusal};
+use tripgate_core::lock::Guard;
+use tripgate_core::{HandleAdmission, HandleRecord, ListenerSlot, Lock, Refusal};
 use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Engine, ResourceLimiter, Store};
 
@@ -192,7 +193,7 @@ impl Runtime {
         let bindings = self.shared.pre.instantiate(&mut store)?;
         Ok(Instance {
             shared: Arc::new(InstanceShared {
-                guest: Mutex::new(Guest { store, bindings }),
+                guest: Lock::new(Guest { store, bindings }),
                 clock: Arc::clone(&self.shared.clock),
             }),
         })
@@ -235,7 +236,7 @@ impl ResourceLimiter for HostState {
     }
 }
 
-/// What the mutex guards: the store and the instance's exports.
+/// What the lock guards: the store and the instance's exports.
 struct Guest {
     store: Store<HostState>,
     bindings: bindings::Tripgate,
@@ -253,20 +254,29 @@ impl Guest {
         let api = self.bindings.tripgate_breaker_circuit_breaker().permit();
         (api, &mut self.store)
     }
+
+    /// The interface's own functions (the keyed hot path) and the store, borrowed apart.
+    fn hot(&mut self) -> (&wit::Guest, &mut Store<HostState>) {
+        (
+            self.bindings.tripgate_breaker_circuit_breaker(),
+            &mut self.store,
+        )
+    }
 }
 
 struct InstanceShared {
-    guest: Mutex<Guest>,
+    /// The core crate's lock, not a `Mutex`: its unlock is a plain store, where a
+    /// `Mutex`'s is a second full barrier around every component call.
+    guest: Lock<Guest>,
     clock: Arc<dyn Clock + Send + Sync>,
 }
 
 impl InstanceShared {
-    /// The guest, even if a thread panicked while holding it: every guest call is
+    /// The guest, also after a thread panicked while holding it: every guest call is
     /// atomic from the host's view, so the state is never half-updated.
-    fn lock(&self) -> MutexGuard<'_, Guest> {
-        self.guest
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    #[inline]
+    fn lock(&self) -> Guard<'_, Guest> {
+        self.guest.lock()
     }
 }
 
@@ -294,10 +304,13 @@ impl Instance {
     /// (`None` takes the default): for configs read from files or other hosts.
     pub fn breaker_from_wit(&self, wit_config: &wit::Config) -> Result<Breaker> {
         let now = self.shared.clock.now();
-        let created = {
+        let (created, key) = {
             let mut guest = self.shared.lock();
             let (api, store) = guest.breakers();
-            api.call_create(store, wit_config, now)?
+            match api.call_create(&mut *store, wit_config, now)? {
+                Ok(resource) => (Ok(resource), api.call_key(store, resource)?),
+                Err(error) => (Err(error), 0),
+            }
         };
         let resource = created.map_err(ConfigError::from)?;
         // The durations a fleet adapter needs (the lease's length, the votes' window),
@@ -307,6 +320,7 @@ impl Instance {
             shared: Arc::new(BreakerShared {
                 instance: Arc::clone(&self.shared),
                 resource,
+                key,
                 listener: ListenerSlot::new(),
                 cooldown: wit_config.cooldown.unwrap_or(defaults.cooldown),
                 probe_timeout: wit_config.probe_timeout.unwrap_or(defaults.probe_timeout),
@@ -323,12 +337,15 @@ impl Instance {
 struct BreakerShared {
     instance: Arc<InstanceShared>,
     resource: ResourceAny,
+    /// The resource's key, which the hot path's functions take in its place.
+    key: u32,
     listener: ListenerSlot,
     cooldown: u64,
     probe_timeout: u64,
 }
 
 impl BreakerShared {
+    #[inline]
     fn now(&self) -> u64 {
         self.instance.clock.now()
     }
@@ -353,35 +370,59 @@ impl BreakerShared {
         Ok(f(&api, store, self.resource)?)
     }
 
-    /// Records through a scalar call (`record-flat`, `record-handle`), reading the
+    /// Records through a hot-path call (`record-flat`, `record-handle`), reading the
     /// transitions it counted in the same hold of the guest.
+    #[inline]
     fn judge(
         &self,
         outcome: &Outcome,
-        call: impl FnOnce(
-            &wit::GuestBreaker<'_>,
-            &mut Store<HostState>,
-            ResourceAny,
-            u64,
-        ) -> wasmtime::Result<i32>,
+        call: impl FnOnce(&wit::Guest, &mut Store<HostState>, u32, u64) -> wasmtime::Result<i32>,
     ) -> Result<Recorded> {
         let now = self.now();
-        let recorded = self.with(|api, store, me| {
-            let code = call(api, &mut *store, me, now)?;
-            Ok(match HandleRecord::decode_result(code) {
-                Some(Ok(judged)) => Ok(Recorded {
-                    class: judged.class,
-                    slow: judged.slow,
-                    stale: judged.stale,
-                    transitions: counted(api, store, me, judged.transitions)?,
-                }),
-                Some(Err(refusal)) => Err(RecordError::of(refusal, outcome)),
-                None => Err(RecordError::Unexpected(code)),
-            })
-        })??;
-        self.notify(&recorded.transitions);
-        Ok(recorded)
+        let mut guest = self.instance.lock();
+        let (api, store) = guest.hot();
+        let code = call(api, store, self.key, now)?;
+        let judged = match HandleRecord::decode_result(code) {
+            Some(Ok(judged)) => judged,
+            Some(Err(refusal)) => return Err(RecordError::of(refusal, outcome).into()),
+            None => return Err(RecordError::Unexpected(code).into()),
+        };
+        let transitions = self.counted(&mut guest, judged.transitions);
+        drop(guest);
+        let transitions = transitions?;
+        self.notify(&transitions);
+        Ok(Recorded {
+            class: judged.class,
+            slow: judged.slow,
+            stale: judged.stale,
+            transitions,
+        })
     }
+
+    /// The transitions a hot-path call counted, read in the same hold of the guest (so
+    /// they are exactly that call's): no second call, and no list at all, in the common
+    /// case.
+    #[inline]
+    fn counted(&self, guest: &mut Guest, count: u8) -> Result<Vec<Transition>> {
+        if count == 0 {
+            Ok(Vec::new())
+        } else {
+            self.listed(guest)
+        }
+    }
+
+    #[cold]
+    fn listed(&self, guest: &mut Guest) -> Result<Vec<Transition>> {
+        let (api, store) = guest.breakers();
+        let listed = api.call_last_transitions(store, self.resource)?;
+        Ok(listed.iter().map(core_transition).collect())
+    }
+}
+
+/// The error for a hot-path answer that says the breaker's key names nothing: the
+/// library holds the breaker's handle, so only a mismatched component build gives it.
+fn unknown_key(key: u32) -> anyhow::Error {
+    anyhow!("the component has no breaker under key {key} (a mismatched build?)")
 }
 
 impl Drop for BreakerShared {
@@ -451,22 +492,6 @@ pub struct Recorded {
     pub transitions: Vec<Transition>,
 }
 
-/// The transitions a scalar call counted, read in the same hold of the guest (so they are
-/// exactly that call's): no second call, and no list at all, in the common case.
-fn counted(
-    api: &wit::GuestBreaker<'_>,
-    store: &mut Store<HostState>,
-    me: ResourceAny,
-    count: u8,
-) -> wasmtime::Result<Vec<Transition>> {
-    if count == 0 {
-        Ok(Vec::new())
-    } else {
-        let listed = api.call_last_transitions(store, me)?;
-        Ok(listed.iter().map(core_transition).collect())
-    }
-}
-
 /// An outcome the breaker refused. Nothing was counted. The `Display` text is the core's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RecordError {
@@ -476,6 +501,9 @@ pub enum RecordError {
     ForeignPermit,
     /// The permit was recorded already.
     MalformedPermit,
+    /// The component has no breaker under this breaker's key (a mismatched build: the
+    /// library holds the breaker's handle, so its key stays valid).
+    UnknownBreaker,
     /// The component answered with a code no version of it gives (a mismatched build).
     Unexpected(i32),
 }
@@ -488,6 +516,7 @@ impl RecordError {
             (Refusal::InvalidGrpcCode, Outcome::Grpc(code)) => Self::Outcome(E::GrpcCode(*code)),
             (Refusal::ForeignPermit, _) => Self::ForeignPermit,
             (Refusal::MalformedPermit, _) => Self::MalformedPermit,
+            (Refusal::UnknownBreaker, _) => Self::UnknownBreaker,
             (refusal, _) => Self::Unexpected(refusal.code()),
         }
     }
@@ -499,6 +528,7 @@ impl fmt::Display for RecordError {
             Self::Outcome(error) => write!(f, "{error}"),
             Self::ForeignPermit => f.write_str("the permit was issued by another breaker"),
             Self::MalformedPermit => f.write_str("the permit was recorded already"),
+            Self::UnknownBreaker => f.write_str("the component has no breaker under this key"),
             Self::Unexpected(code) => {
                 write!(f, "the component answered {code}, which no version gives")
             }
@@ -529,19 +559,24 @@ impl Breaker {
 
     /// Admits a call or turns it away, at the clock's `now`.
     pub fn acquire(&self) -> Result<Admission> {
-        let (decision, transitions) = self.with(|api, store, me, now| {
-            let acquired = api.call_acquire_flat(&mut *store, me, now)?;
-            Ok((
-                acquired.decision.map_err(|r| core_rejection(&r)),
-                counted(api, store, me, acquired.transitions)?,
-            ))
-        })?;
-        self.shared.notify(&transitions);
+        let shared = &*self.shared;
+        let now = shared.now();
+        let mut guest = shared.instance.lock();
+        let (api, store) = guest.hot();
+        let acquired = api
+            .call_acquire_flat(store, shared.key, now)?
+            .ok_or_else(|| unknown_key(shared.key))?;
+        let transitions = shared.counted(&mut guest, acquired.transitions);
+        drop(guest);
+        // Made before `transitions?`, so that a failed read still releases the permit.
+        let decision = acquired.decision.map(|resource| Permit {
+            breaker: Arc::clone(&self.shared),
+            resource: Some(resource),
+        });
+        let transitions = transitions?;
+        shared.notify(&transitions);
         Ok(Admission {
-            decision: decision.map(|resource| Permit {
-                breaker: Arc::clone(&self.shared),
-                resource: Some(resource),
-            }),
+            decision: decision.map_err(|r| core_rejection(&r)),
             transitions,
         })
     }
@@ -549,23 +584,32 @@ impl Breaker {
     /// [`Self::acquire`] with a plain-number permit (see [`RawPermit`]): no resource to
     /// create and drop, and every result a single number across the boundary.
     pub fn acquire_raw(&self) -> Result<RawAdmission> {
-        let (decision, transitions) = self.with(|api, store, me, now| {
-            let code = api.call_acquire_handle(&mut *store, me, now)?;
-            match HandleAdmission::decode(code) {
-                Some(HandleAdmission::Admitted {
-                    handle,
-                    transitions,
-                }) => Ok((Ok(RawPermit(handle)), counted(api, store, me, transitions)?)),
-                Some(HandleAdmission::Rejected {
-                    rejection,
-                    transitions,
-                }) => Ok((Err(rejection), counted(api, store, me, transitions)?)),
-                None => Err(wasmtime::Error::msg(format!(
-                    "the component answered {code}, which no version gives"
-                ))),
+        let shared = &*self.shared;
+        let now = shared.now();
+        let mut guest = shared.instance.lock();
+        let (api, store) = guest.hot();
+        let code = api.call_acquire_handle(store, shared.key, now)?;
+        let (decision, count) = match HandleAdmission::decode(code) {
+            Some(HandleAdmission::Admitted {
+                handle,
+                transitions,
+            }) => (Ok(RawPermit(handle)), transitions),
+            Some(HandleAdmission::Rejected {
+                rejection,
+                transitions,
+            }) => (Err(rejection), transitions),
+            None if code == HandleAdmission::UNKNOWN_BREAKER => {
+                return Err(unknown_key(shared.key))
             }
-        })?;
-        self.shared.notify(&transitions);
+            None => {
+                return Err(anyhow!(
+                    "the component answered {code}, which no version gives"
+                ))
+            }
+        };
+        let transitions = shared.counted(&mut guest, count)?;
+        drop(guest);
+        shared.notify(&transitions);
         Ok(RawAdmission {
             decision,
             transitions,
@@ -576,8 +620,8 @@ impl Breaker {
     /// raw permit stays out.
     pub fn record_raw(&self, permit: RawPermit, outcome: impl Into<Outcome>) -> Result<Recorded> {
         let outcome = outcome.into();
-        self.shared.judge(&outcome, |api, store, me, now| {
-            api.call_record_handle(store, me, permit.0, outcome, now)
+        self.shared.judge(&outcome, |api, store, key, now| {
+            api.call_record_handle(store, key, permit.0, outcome, now)
         })
     }
 
@@ -796,8 +840,8 @@ impl Permit {
 
 /// Records `outcome` for the permit `resource` on `breaker`, at its clock's `now`.
 fn deliver(breaker: &BreakerShared, resource: ResourceAny, outcome: Outcome) -> Result<Recorded> {
-    breaker.judge(&outcome, |api, store, me, now| {
-        api.call_record_flat(store, me, resource, outcome, now)
+    breaker.judge(&outcome, |api, store, key, now| {
+        api.call_record_flat(store, key, resource, outcome, now)
     })
 }
 
@@ -808,8 +852,8 @@ impl Drop for Permit {
         if let Some(resource) = self.resource.take() {
             let recorded = self
                 .breaker
-                .judge(&Outcome::Cancelled, |api, store, me, now| {
-                    api.call_record_flat(store, me, resource, Outcome::Cancelled, now)
+                .judge(&Outcome::Cancelled, |api, store, key, now| {
+                    api.call_record_flat(store, key, resource, Outcome::Cancelled, now)
                 });
             if recorded.is_err() {
                 let mut guest = self.breaker.instance.lock();

@@ -1,7 +1,8 @@
 //! The component's result shapes agree: the scalar handle path (`acquire-handle`,
 //! `record-handle`) and the flat one (`acquire-flat`, `record-flat`), with counts plus
 //! `last-transitions`, report exactly what the listing functions (`acquire-raw`,
-//! `record-raw`, `acquire`, `record-outcome`) do, call by call, on twin breakers.
+//! `record-raw`, `acquire`, `record-outcome`) do, call by call, on twin breakers; and a
+//! key names its breaker only while the breaker's handle lives.
 
 use tripgate_core::{HandleAdmission, HandleRecord};
 use tripgate_wasmtime::bindings::Tripgate;
@@ -10,13 +11,20 @@ use tripgate_wasmtime::{COMPONENT, MILLISECOND as MS, SECOND as S};
 use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Engine, Store};
 
-#[test]
-fn flat_results_and_last_transitions_match_the_listing_functions() {
+/// A fresh instance of the component on the bare bindings.
+fn instance() -> (Store<()>, Tripgate) {
     let engine = Engine::default();
     let component = Component::new(&engine, COMPONENT).unwrap();
     let mut store = Store::new(&engine, ());
     let tripgate = Tripgate::instantiate(&mut store, &component, &Linker::new(&engine)).unwrap();
-    let api = tripgate.tripgate_breaker_circuit_breaker().breaker();
+    (store, tripgate)
+}
+
+#[test]
+fn flat_results_and_last_transitions_match_the_listing_functions() {
+    let (mut store, tripgate) = instance();
+    let hot = tripgate.tripgate_breaker_circuit_breaker();
+    let api = hot.breaker();
     let config = wit::Config {
         failure_threshold: Some(2),
         min_calls: Some(2),
@@ -27,6 +35,7 @@ fn flat_results_and_last_transitions_match_the_listing_functions() {
     };
     let listing = api.call_create(&mut store, &config, 0).unwrap().unwrap();
     let flat = api.call_create(&mut store, &config, 0).unwrap().unwrap();
+    let key = api.call_key(&mut store, flat).unwrap();
 
     let flat_transitions = |store: &mut Store<()>, count: u8| -> Vec<Transition> {
         let listed = api.call_last_transitions(&mut *store, flat).unwrap();
@@ -51,7 +60,7 @@ fn flat_results_and_last_transitions_match_the_listing_functions() {
     let mut reported = 0;
     for (now, outcome) in steps {
         let a = api.call_acquire_raw(&mut store, listing, now).unwrap();
-        let b = HandleAdmission::decode(api.call_acquire_handle(&mut store, flat, now).unwrap())
+        let b = HandleAdmission::decode(hot.call_acquire_handle(&mut store, key, now).unwrap())
             .expect("a valid encoding");
         let (handle, count) = match (&a.decision, b) {
             (
@@ -94,7 +103,7 @@ fn flat_results_and_last_transitions_match_the_listing_functions() {
             .unwrap()
             .unwrap();
         let rb = HandleRecord::decode(
-            api.call_record_handle(&mut store, flat, handle, outcome, now)
+            hot.call_record_handle(&mut store, key, handle, outcome, now)
                 .unwrap(),
         )
         .expect("a valid encoding");
@@ -113,33 +122,36 @@ fn flat_results_and_last_transitions_match_the_listing_functions() {
 
     // Permit resources, and a manual operation's transitions through last-transitions.
     let a = api.call_acquire(&mut store, listing, 4 * S).unwrap();
-    let b = api.call_acquire_flat(&mut store, flat, 4 * S).unwrap();
+    let b = hot
+        .call_acquire_flat(&mut store, key, 4 * S)
+        .unwrap()
+        .unwrap();
     assert_eq!(a.transitions, flat_transitions(&mut store, b.transitions));
     let (pa, pb): (ResourceAny, ResourceAny) = (a.decision.unwrap(), b.decision.unwrap());
     let ra = api
         .call_record_outcome(&mut store, listing, pa, Outcome::Status(503), 4 * S)
         .unwrap()
         .unwrap();
-    let rb = api
-        .call_record_flat(&mut store, flat, pb, Outcome::Status(503), 4 * S)
+    let rb = hot
+        .call_record_flat(&mut store, key, pb, Outcome::Status(503), 4 * S)
         .unwrap();
     let rb = HandleRecord::decode(rb).expect("a valid encoding");
     assert_eq!(ra.class as u8, rb.class.code());
     assert_eq!(ra.transitions, flat_transitions(&mut store, rb.transitions));
     // A handle recorded twice, or never issued, is a stale outcome.
-    let twice = api.call_acquire_handle(&mut store, flat, 5 * S).unwrap();
+    let twice = hot.call_acquire_handle(&mut store, key, 5 * S).unwrap();
     let twice = u32::try_from(twice).unwrap();
     for _ in 0..2 {
-        api.call_record_handle(&mut store, flat, twice, Outcome::Success, 5 * S)
+        hot.call_record_handle(&mut store, key, twice, Outcome::Success, 5 * S)
             .unwrap();
     }
-    let never = api
-        .call_record_handle(&mut store, flat, 12_345, Outcome::Status(503), 5 * S)
+    let never = hot
+        .call_record_handle(&mut store, key, 12_345, Outcome::Status(503), 5 * S)
         .unwrap();
     let never = HandleRecord::decode(never).unwrap();
     assert!(never.stale && never.transitions == 0);
     assert_eq!(
-        api.call_record_handle(&mut store, flat, 1, Outcome::Status(700), 5 * S)
+        hot.call_record_handle(&mut store, key, 1, Outcome::Status(700), 5 * S)
             .unwrap(),
         -1,
         "an invalid status"
@@ -150,4 +162,78 @@ fn flat_results_and_last_transitions_match_the_listing_functions() {
         api.call_last_transitions(&mut store, flat).unwrap(),
         isolated
     );
+}
+
+#[test]
+fn a_key_names_its_breaker_only_while_the_breaker_lives() {
+    let (mut store, tripgate) = instance();
+    let hot = tripgate.tripgate_breaker_circuit_breaker();
+    let api = hot.breaker();
+    let config = wit::Config::default();
+    let create = |store: &mut Store<()>| {
+        let breaker = api.call_create(&mut *store, &config, 0).unwrap().unwrap();
+        (breaker, api.call_key(&mut *store, breaker).unwrap())
+    };
+    let (a, key_a) = create(&mut store);
+    let (b, key_b) = create(&mut store);
+    assert_ne!(key_a, key_b, "two live breakers, two keys");
+
+    // A permit of `a` out by key, then `a`'s handle dropped: the key names nothing, and
+    // every hot-path function says so instead of trapping.
+    let acquired = hot
+        .call_acquire_flat(&mut store, key_a, 1)
+        .unwrap()
+        .unwrap();
+    let permit = acquired.decision.unwrap();
+    let handle = u32::try_from(hot.call_acquire_handle(&mut store, key_a, 1).unwrap()).unwrap();
+    a.resource_drop(&mut store).unwrap();
+    assert!(hot
+        .call_acquire_flat(&mut store, key_a, 2)
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        hot.call_acquire_handle(&mut store, key_a, 2).unwrap(),
+        HandleAdmission::UNKNOWN_BREAKER
+    );
+    assert_eq!(
+        HandleAdmission::decode(HandleAdmission::UNKNOWN_BREAKER),
+        None
+    );
+    let unknown = tripgate_core::Refusal::UnknownBreaker.code();
+    let outcome = Outcome::Success;
+    assert_eq!(
+        hot.call_record_handle(&mut store, key_a, handle, outcome, 2)
+            .unwrap(),
+        unknown
+    );
+    // The permit given with a dead key is released on its own breaker, not lost.
+    assert_eq!(
+        hot.call_record_flat(&mut store, key_a, permit, outcome, 2)
+            .unwrap(),
+        unknown
+    );
+    for key in [u32::MAX, 0x000F_FFFF, 7 << 20 | 3, 12_345] {
+        assert!(
+            hot.call_acquire_flat(&mut store, key, 2).unwrap().is_none(),
+            "{key}"
+        );
+    }
+
+    // The slot `a` had is reused under another key; `a`'s old key still names nothing.
+    let (c, key_c) = create(&mut store);
+    assert_ne!(key_c, key_a);
+    assert!(hot
+        .call_acquire_flat(&mut store, key_a, 3)
+        .unwrap()
+        .is_none());
+    for (breaker, key) in [(b, key_b), (c, key_c)] {
+        let admitted = hot.call_acquire_handle(&mut store, key, 3).unwrap();
+        let handle = u32::try_from(admitted).expect("admitted");
+        let recorded = hot
+            .call_record_handle(&mut store, key, handle, outcome, 3)
+            .unwrap();
+        assert!(!HandleRecord::decode(recorded).unwrap().stale);
+        let m = api.call_metrics(&mut store, breaker, 3).unwrap();
+        assert_eq!((m.admitted_total, m.successes_total), (1, 1));
+    }
 }

@@ -50,6 +50,7 @@ macro_rules! workloads {
             probe_timeout: None, fault_statuses: None, fault_grpc_codes: None, fleet_quorum: None,
         };
         let me = tripgate.tripgate_breaker_circuit_breaker().breaker().call_create(&mut store, &config, 0).unwrap().unwrap();
+        let key = tripgate.tripgate_breaker_circuit_breaker().breaker().call_key(&mut store, me).unwrap();
         let mut now = 0u64;
         move |workload: usize| -> f64 {
             let api = tripgate.tripgate_breaker_circuit_breaker();
@@ -71,13 +72,13 @@ macro_rules! workloads {
                         black_box(api.breaker().call_record_outcome(&mut store, me, permit, wit::Outcome::Success, now).unwrap().unwrap());
                     }
                     3 => {
-                        let handle = api.breaker().call_acquire_handle(&mut store, me, now).unwrap();
-                        black_box(api.breaker().call_record_handle(&mut store, me, handle as u32, wit::Outcome::Success, now).unwrap());
+                        let handle = api.call_acquire_handle(&mut store, key, now).unwrap();
+                        black_box(api.call_record_handle(&mut store, key, handle as u32, wit::Outcome::Success, now).unwrap());
                     }
                     _ => {
-                        let admission = api.breaker().call_acquire_flat(&mut store, me, now).unwrap();
+                        let admission = api.call_acquire_flat(&mut store, key, now).unwrap().unwrap();
                         let permit = admission.decision.unwrap();
-                        black_box(api.breaker().call_record_flat(&mut store, me, permit, wit::Outcome::Success, now).unwrap());
+                        black_box(api.call_record_flat(&mut store, key, permit, wit::Outcome::Success, now).unwrap());
                     }
                 }
             }
@@ -95,8 +96,8 @@ fn main() {
         "state() (one call, scalar result)",
         "raw permit pair, listing",
         "permit resource pair, listing",
-        "handle pair (scalar results)",
-        "permit resource pair, flat",
+        "handle pair (scalar results, keyed)",
+        "permit resource pair, flat (keyed)",
     ];
     for (workload, name) in names.iter().enumerate() {
         let (mut a, mut b) = (Vec::new(), Vec::new());
