@@ -1,0 +1,125 @@
+//! The component bench's ratios, measured so that a busy machine cannot skew them:
+//! `cargo run --release -p tripgate-wasmtime-bench --example interleaved [rounds]`.
+//!
+//! Criterion measures each path for seconds, one after another, so a ratio of two of its
+//! figures also carries whatever the machine did between them. Here every round times
+//! each path for a batch of 100,000, back to back (in alternating order), and each ratio
+//! is taken within a round; the report is the median and range of the per-round ratios: `state()`, the bare handle and
+//! flat-resource pairs against it, and the host library against the bare pair of the same
+//! permit kind.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use tripgate_wasmtime::bindings::Tripgate;
+use tripgate_wasmtime::wit::{self, Outcome};
+use tripgate_wasmtime::{Breaker, Config, Runtime, COMPONENT};
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Engine, Store};
+
+const BATCH: u32 = 100_000;
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(31);
+
+    let engine = Engine::default();
+    let component = Component::new(&engine, COMPONENT).unwrap();
+    let mut store = Store::new(&engine, ());
+    let tripgate = Tripgate::instantiate(&mut store, &component, &Linker::new(&engine)).unwrap();
+    let hot = tripgate.tripgate_breaker_circuit_breaker();
+    let api = hot.breaker();
+    let me = api
+        .call_create(&mut store, &wit::Config::default(), 0)
+        .unwrap()
+        .unwrap();
+    let key = api.call_key(&mut store, me).unwrap();
+    let breaker: Breaker = Runtime::new().unwrap().breaker(&Config::default()).unwrap();
+
+    // ns per call or pair for one batch.
+    let mut time = |path: usize| -> f64 {
+        let start = Instant::now();
+        for _ in 0..BATCH {
+            match path {
+                0 => drop(black_box(api.call_state(&mut store, me, 1).unwrap())),
+                1 => {
+                    let handle = hot.call_acquire_handle(&mut store, key, 1).unwrap();
+                    let handle = u32::try_from(handle).unwrap();
+                    black_box(
+                        hot.call_record_handle(&mut store, key, handle, Outcome::Success, 1)
+                            .unwrap(),
+                    );
+                }
+                2 => {
+                    let acquired = hot.call_acquire_flat(&mut store, key, 1).unwrap();
+                    let permit = acquired.unwrap().decision.unwrap();
+                    black_box(
+                        hot.call_record_flat(&mut store, key, permit, Outcome::Success, 1)
+                            .unwrap(),
+                    );
+                }
+                3 => {
+                    let permit = breaker.acquire_raw().unwrap().decision.unwrap();
+                    black_box(breaker.record_raw(permit, Outcome::Success).unwrap());
+                }
+                _ => {
+                    let permit = breaker.acquire().unwrap().decision.unwrap();
+                    black_box(permit.record(Outcome::Success).unwrap());
+                }
+            }
+        }
+        start.elapsed().as_nanos() as f64 / f64::from(BATCH)
+    };
+
+    const PATHS: [&str; 5] = [
+        "bare state()",
+        "bare handle pair",
+        "bare flat resource pair",
+        "library raw pair",
+        "library resource pair",
+    ];
+    for path in 0..PATHS.len() {
+        time(path); // warm up
+    }
+    let mut ns: Vec<[f64; 5]> = Vec::with_capacity(rounds);
+    for r in 0..rounds {
+        let mut round = [0.0; 5];
+        // Forward in even rounds, backward in odd ones: no path always follows another.
+        let order: Vec<usize> = if r % 2 == 0 {
+            (0..5).collect()
+        } else {
+            (0..5).rev().collect()
+        };
+        for path in order {
+            round[path] = time(path);
+        }
+        ns.push(round);
+    }
+
+    println!("{rounds} interleaved rounds of {BATCH} calls or pairs per path: median (range)");
+    for (path, name) in PATHS.iter().enumerate() {
+        let (median, low, high) = spread(ns.iter().map(|r| r[path]).collect());
+        println!("  {name:26} {median:7.1} ns  ({low:.1}-{high:.1})");
+    }
+    println!("ratios within each round: median (range)");
+    for (name, over, under) in [
+        ("bare handle pair / state()", 1, 0),
+        ("bare flat resource pair / state()", 2, 0),
+        ("library raw / bare handle pair", 3, 1),
+        ("library resource / bare flat resource", 4, 2),
+    ] {
+        let (median, low, high) = spread(ns.iter().map(|r| r[over] / r[under]).collect());
+        println!("  {name:38} {median:5.3}  ({low:.3}-{high:.3})");
+    }
+}
+
+fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
+    values.sort_by(f64::total_cmp);
+    (
+        values[values.len() / 2],
+        values[0],
+        values[values.len() - 1],
+    )
+}
