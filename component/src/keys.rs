@@ -1,48 +1,64 @@
 //! The instance's breakers by key, for the hot path's functions, which take a number in
 //! place of a borrowed `breaker` handle (a borrow is the costliest part of a small call in
-//! wasmtime). A key is a slot index with the slot's generation above it, so a key kept
-//! after its breaker was dropped names nothing, even once the slot holds another breaker.
+//! wasmtime). A key is a slot index with the slot's generation above it. A slot whose
+//! generations are used up is retired rather than wrapped, so a key never names a breaker
+//! other than the one it was given for: once that breaker is dropped, the key names
+//! nothing, for good.
 
 use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use crate::Shared;
 
-/// Bits of a key that hold the slot's index: a million breakers per instance.
+/// Bits of a key that hold the slot's index: a million slots per instance.
 const INDEX_BITS: u32 = 20;
 const INDEX_MASK: u32 = (1 << INDEX_BITS) - 1;
 
-/// The key of a breaker made when a million are alive in the instance: it names nothing,
-/// so only the functions that take the breaker's handle reach that breaker.
+/// The key of a breaker made when every slot is live or retired (a million breakers alive,
+/// or about four billion made, in one instance): it names nothing, so only the functions
+/// that take the breaker's handle reach that breaker.
 pub(crate) const NO_KEY: u32 = u32::MAX;
 
-/// Generations a slot counts through before its keys repeat.
-const GENERATIONS: u32 = (u32::MAX >> INDEX_BITS) - 1;
+/// The generation that retires a slot. Below it, a key's top bits never reach
+/// `NO_KEY`'s.
+const RETIRED: u32 = u32::MAX >> INDEX_BITS;
 
 struct Slot {
     generation: u32,
     breaker: Option<Shared>,
 }
 
+impl Slot {
+    fn is_free(&self) -> bool {
+        self.breaker.is_none() && self.generation < RETIRED
+    }
+}
+
 /// The instance's breakers. A component instance runs on one thread, so one `RefCell`
 /// is the whole of its synchronisation.
 pub(crate) struct Keys(RefCell<Vec<Slot>>);
 
-// SAFETY: a component instance is single-threaded (no `atomics` target feature), so the
-// static is never touched from two threads; host builds of this crate only test it.
+// A build with threads would need a lock here; none exists (the component is built for
+// `wasm32-wasip2`, which has no `atomics` feature).
+#[cfg(target_feature = "atomics")]
+compile_error!("keys.rs assumes a single-threaded instance");
+
+// SAFETY: a component instance is single-threaded (no `atomics` target feature, checked
+// above), so the static is never touched from two threads. Host builds only type-check
+// this crate (clippy); nothing runs it there.
 unsafe impl Sync for Keys {}
 
 pub(crate) static KEYS: Keys = Keys(RefCell::new(Vec::new()));
 
 impl Keys {
-    /// Files `breaker` under a fresh key; [`NO_KEY`] when every index is taken.
+    /// Files `breaker` under a fresh key; [`NO_KEY`] when no slot is free.
     pub(crate) fn insert(&self, breaker: Shared) -> u32 {
         self.file(breaker).unwrap_or(NO_KEY)
     }
 
     fn file(&self, breaker: Shared) -> Option<u32> {
         let mut slots = self.0.borrow_mut();
-        let index = match slots.iter().position(|slot| slot.breaker.is_none()) {
+        let index = match slots.iter().position(Slot::is_free) {
             Some(index) => index,
             None if slots.len() <= INDEX_MASK as usize => {
                 slots.push(Slot {
@@ -72,8 +88,8 @@ impl Keys {
         slot.breaker.clone()
     }
 
-    /// Unfiles the breaker `key` names; the slot's next key differs from every earlier one
-    /// (until its generation wraps, after 4,094 breakers in that one slot).
+    /// Unfiles the breaker `key` names. The slot's next key differs from every earlier
+    /// one; after its last generation the slot is retired.
     pub(crate) fn remove(&self, key: u32) {
         if key == NO_KEY {
             return;
@@ -85,10 +101,9 @@ impl Keys {
         else {
             return;
         };
-        if slot.generation == key >> INDEX_BITS {
+        if slot.generation == key >> INDEX_BITS && slot.breaker.is_some() {
             slot.breaker = None;
-            // Wrapping one short of the top generation keeps every key apart from NO_KEY.
-            slot.generation = (slot.generation + 1) % GENERATIONS;
+            slot.generation += 1;
         }
     }
 }

@@ -1,7 +1,8 @@
 //! # tripgate-core
 //!
 //! A circuit breaker as a pure state machine: no clock, no allocation, no I/O, no
-//! `unsafe`, no panics. Every operation takes `now`, nanoseconds on the host's monotonic
+//! `unsafe` (only the `std` feature's `Lock` for the thread-safe hosts has any), no
+//! panics. Every operation takes `now`, nanoseconds on the host's monotonic
 //! clock, so the same breaker runs unchanged inside a WebAssembly component, a wasmtime
 //! host, a JS package or a test with a fake clock, and gives the same decisions in each.
 //!
@@ -36,7 +37,8 @@
 //! `tests/spec.rs`.
 
 #![no_std]
-#![deny(unsafe_code)]
+#![cfg_attr(not(feature = "std"), forbid(unsafe_code))]
+#![cfg_attr(feature = "std", deny(unsafe_code))]
 #![deny(missing_docs)]
 #![deny(
     clippy::unwrap_used,

@@ -5,14 +5,18 @@
 //! read-modify-write on unlock (to learn whether anyone sleeps on the lock). On the native
 //! breaker's hot path, a closed acquire and record of ~5 ns each, that second RMW is a
 //! third of the cost; around a component call (~150 ns in wasmtime) the two full barriers
-//! of a `Mutex` are a tenth of a pair. Nobody sleeps here: critical sections are short and
-//! never block, so waiters spin briefly and then yield their core, which also lets a
-//! holder that the scheduler preempted (8 threads on 2 cores) finish its section.
+//! of a `Mutex` are a tenth of a pair. Nobody sleeps here: critical sections never block,
+//! so waiters spin briefly and then yield their core, which also lets a holder that the
+//! scheduler preempted (8 threads on 2 cores) finish its section. The price: a waiter
+//! keeps yielding (burning its core's share) while the holder runs a long section (a
+//! component's `import-state`, a breaker's creation), and the lock is not fair; both
+//! hosts hold it for one breaker operation at a time.
 //!
 //! The only `unsafe` in this crate: the breaker itself is safe code.
 
 use std::cell::UnsafeCell;
 use std::hint::spin_loop;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Spins before each yield. Few: with more threads than cores, a waiter that yields soon
@@ -27,16 +31,28 @@ pub struct Lock<T> {
 }
 
 // SAFETY: the value is only reached through a `Guard`, which exists only while its thread
-// holds the lock, so at most one thread reaches the value at a time: exactly what
-// `Mutex<T>` offers, with the same bound.
+// holds the lock, so at most one thread reaches the value at a time: what `Mutex<T>`
+// offers, with the same bound. A shared `Guard` is `Sync` only when `T` is (its
+// `PhantomData<&mut T>`), as a `MutexGuard` is.
 unsafe impl<T: Send> Sync for Lock<T> {}
 
 /// The value, borrowed while the lock is held; gives the lock back when dropped (also
 /// when the holder unwinds). A guard rather than a closure, so the hot path inlines
 /// whole: a closure's body is a function of its own, and what it returns goes through
 /// memory.
+///
+/// A guard is shared between threads only when the value may be (`T: Sync`), or two
+/// threads could reach a `Cell` through one guard:
+///
+/// ```compile_fail
+/// fn shared<T: Sync>(_: &T) {}
+/// let lock = tripgate_core::Lock::new(std::cell::Cell::new(0u64));
+/// shared(&lock.lock()); // `Cell` is not `Sync`, so neither is its guard
+/// ```
 pub struct Guard<'a, T> {
     lock: &'a Lock<T>,
+    /// Borrows the value as `&mut T` does, for the auto traits.
+    value: PhantomData<&'a mut T>,
 }
 
 impl<T> Drop for Guard<'_, T> {
@@ -85,7 +101,10 @@ impl<T> Lock<T> {
         {
             self.wait();
         }
-        Guard { lock: self }
+        Guard {
+            lock: self,
+            value: PhantomData,
+        }
     }
 
     /// Takes the lock when another thread holds it.

@@ -169,6 +169,13 @@ if (existsSync(BINDINGS)) {
     assert.equal(circuitBreaker.acquireHandle(none, 1n), -(2n ** 63n));
     assert.equal(circuitBreaker.recordHandle(none, 0, { tag: 'success' }, 1n), -5);
     assert.equal(circuitBreaker.acquireFlat(none, 1n), undefined);
+    // A dropped breaker's key names nothing either (the generation check, not NO_KEY).
+    const gone = circuitBreaker.Breaker.create({}, 0n);
+    const goneKey = gone.key();
+    assert.ok(circuitBreaker.acquireHandle(goneKey, 1n) >= 0n);
+    gone[Symbol.dispose ?? Symbol.for('dispose')]();
+    assert.equal(circuitBreaker.acquireHandle(goneKey, 2n), -(2n ** 63n));
+    assert.equal(circuitBreaker.acquireFlat(goneKey, 2n), undefined);
     // The instance still answers for a real key afterwards.
     assert.ok(circuitBreaker.acquireHandle(breaker.key(), 2n) >= 0n);
   });

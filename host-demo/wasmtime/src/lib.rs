@@ -313,6 +313,14 @@ impl Instance {
             }
         };
         let resource = created.map_err(ConfigError::from)?;
+        if key == NO_KEY {
+            // The hot path this library takes would answer "no such breaker" for ever.
+            let mut guest = self.shared.lock();
+            let _ = resource.resource_drop(&mut guest.store);
+            return Err(anyhow!(
+                "the instance has no key left for another breaker (2^20 alive): use another instance"
+            ));
+        }
         // The durations a fleet adapter needs (the lease's length, the votes' window),
         // resolved as the component resolves them: unset fields take the core's defaults.
         let defaults = Config::default();
@@ -418,6 +426,9 @@ impl BreakerShared {
         Ok(listed.iter().map(core_transition).collect())
     }
 }
+
+/// The key `breaker.key()` gives a breaker that no key can name (wit/breaker.wit).
+const NO_KEY: u32 = u32::MAX;
 
 /// The error for a hot-path answer that says the breaker's key names nothing: the
 /// library holds the breaker's handle, so only a mismatched component build gives it.

@@ -206,11 +206,29 @@ fn a_key_names_its_breaker_only_while_the_breaker_lives() {
             .unwrap(),
         unknown
     );
-    // The permit given with a dead key is released on its own breaker, not lost.
+    // A permit given with a dead key is released on its own breaker, not lost: `a`'s
+    // (whose breaker lives on in its permit), and a live breaker's, whose in-flight count
+    // shows the release.
     assert_eq!(
         hot.call_record_flat(&mut store, key_a, permit, outcome, 2)
             .unwrap(),
         unknown
+    );
+    let live = hot
+        .call_acquire_flat(&mut store, key_b, 2)
+        .unwrap()
+        .unwrap();
+    assert_eq!(api.call_metrics(&mut store, b, 2).unwrap().in_flight, 1);
+    assert_eq!(
+        hot.call_record_flat(&mut store, key_a, live.decision.unwrap(), outcome, 2)
+            .unwrap(),
+        unknown
+    );
+    let m = api.call_metrics(&mut store, b, 2).unwrap();
+    assert_eq!(
+        (m.in_flight, m.successes_total),
+        (0, 0),
+        "released, not counted"
     );
     for key in [u32::MAX, 0x000F_FFFF, 7 << 20 | 3, 12_345] {
         assert!(
@@ -221,6 +239,7 @@ fn a_key_names_its_breaker_only_while_the_breaker_lives() {
 
     // The slot `a` had is reused under another key; `a`'s old key still names nothing.
     let (c, key_c) = create(&mut store);
+    assert_eq!(key_c & 0xF_FFFF, key_a & 0xF_FFFF, "the same slot");
     assert_ne!(key_c, key_a);
     assert!(hot
         .call_acquire_flat(&mut store, key_a, 3)
@@ -234,6 +253,32 @@ fn a_key_names_its_breaker_only_while_the_breaker_lives() {
             .unwrap();
         assert!(!HandleRecord::decode(recorded).unwrap().stale);
         let m = api.call_metrics(&mut store, breaker, 3).unwrap();
-        assert_eq!((m.admitted_total, m.successes_total), (1, 1));
+        let admitted = if key == key_b { 2 } else { 1 };
+        assert_eq!((m.admitted_total, m.successes_total), (admitted, 1));
+    }
+}
+
+/// One slot made and dropped past all its generations: no key repeats (the slot retires
+/// instead of wrapping), and every dropped key still names nothing.
+#[test]
+fn keys_never_repeat_even_past_a_slots_last_generation() {
+    let (mut store, tripgate) = instance();
+    let hot = tripgate.tripgate_breaker_circuit_breaker();
+    let api = hot.breaker();
+    let config = wit::Config::default();
+    let mut seen = std::collections::HashSet::new();
+    let mut dropped = Vec::new();
+    for _ in 0..4_200 {
+        let breaker = api.call_create(&mut store, &config, 0).unwrap().unwrap();
+        let key = api.call_key(&mut store, breaker).unwrap();
+        assert_ne!(key, u32::MAX);
+        assert!(seen.insert(key), "key {key:#x} given twice");
+        breaker.resource_drop(&mut store).unwrap();
+        dropped.push(key);
+    }
+    let slots: std::collections::HashSet<u32> = seen.iter().map(|k| k & 0xF_FFFF).collect();
+    assert_eq!(slots.len(), 2, "slot 0 retired after its 4,095 generations");
+    for key in dropped {
+        assert!(hot.call_acquire_flat(&mut store, key, 1).unwrap().is_none());
     }
 }
