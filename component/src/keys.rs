@@ -14,10 +14,7 @@ use crate::Shared;
 const INDEX_BITS: u32 = 20;
 const INDEX_MASK: u32 = (1 << INDEX_BITS) - 1;
 
-/// The key of a breaker made when every slot is live or retired (a million breakers alive,
-/// or about four billion made, in one instance): it names nothing, so only the functions
-/// that take the breaker's handle reach that breaker.
-pub(crate) const NO_KEY: u32 = u32::MAX;
+pub(crate) use tripgate_core::NO_KEY;
 
 /// The generation that retires a slot. Below it, a key's top bits never reach
 /// `NO_KEY`'s.

@@ -221,6 +221,11 @@ fn place(counter: u32, mask: usize) -> usize {
     usize::try_from(counter).unwrap_or(usize::MAX) & mask
 }
 
+/// The key the component's `breaker.key()` gives a breaker it cannot file (2^20 alive in
+/// the instance, or every slot retired): it names no breaker, so the keyed hot path
+/// answers "unknown" for it (wit/breaker.wit).
+pub const NO_KEY: u32 = u32::MAX;
+
 /// Why an outcome recorded in scalar form was refused (nothing was counted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {

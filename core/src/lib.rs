@@ -108,7 +108,8 @@ pub use fleet::{
 };
 #[cfg(feature = "alloc")]
 pub use handles::{
-    HandleAdmission, HandleRecord, PermitTable, Refusal, HANDLE_BITS, HANDLE_LIMIT, MAX_OUTSTANDING,
+    HandleAdmission, HandleRecord, PermitTable, Refusal, HANDLE_BITS, HANDLE_LIMIT,
+    MAX_OUTSTANDING, NO_KEY,
 };
 #[cfg(feature = "std")]
 pub use listener::{Listener, ListenerSlot};

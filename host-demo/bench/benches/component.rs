@@ -12,11 +12,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
 use tripgate_core::{Clock, CoarseClock};
-use tripgate_wasmtime::bindings::Tripgate;
-use tripgate_wasmtime::wit::{self, Outcome};
-use tripgate_wasmtime::{Breaker, Config, Runtime, COMPONENT};
-use wasmtime::component::{Component, Linker, ResourceAny};
-use wasmtime::{Engine, Store};
+use tripgate_wasmtime::wit::Outcome;
+use tripgate_wasmtime::{Breaker, Config, Runtime};
+use tripgate_wasmtime_bench::Bare;
+use wasmtime::Engine;
 
 fn library_pair(breaker: &Breaker) {
     if let Ok(permit) = breaker.acquire().unwrap().decision {
@@ -74,39 +73,6 @@ fn threaded<T: Send + Sync + 'static>(
         handle.join().unwrap();
     }
     start.elapsed()
-}
-
-/// A bare store with one breaker: the generated bindings and nothing else.
-struct Bare {
-    store: Store<()>,
-    tripgate: Tripgate,
-    me: ResourceAny,
-    key: u32,
-}
-
-impl Bare {
-    fn new(engine: &Engine) -> Self {
-        let component = Component::new(engine, COMPONENT).unwrap();
-        let mut store = Store::new(engine, ());
-        let tripgate = Tripgate::instantiate(&mut store, &component, &Linker::new(engine)).unwrap();
-        let me = tripgate
-            .tripgate_breaker_circuit_breaker()
-            .breaker()
-            .call_create(&mut store, &wit::Config::default(), 0)
-            .unwrap()
-            .unwrap();
-        let key = tripgate
-            .tripgate_breaker_circuit_breaker()
-            .breaker()
-            .call_key(&mut store, me)
-            .unwrap();
-        Self {
-            store,
-            tripgate,
-            me,
-            key,
-        }
-    }
 }
 
 fn bare(c: &mut Criterion) {

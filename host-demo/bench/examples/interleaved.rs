@@ -11,11 +11,10 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use tripgate_wasmtime::bindings::Tripgate;
-use tripgate_wasmtime::wit::{self, Outcome};
-use tripgate_wasmtime::{Breaker, Config, Runtime, COMPONENT};
-use wasmtime::component::{Component, Linker};
-use wasmtime::{Engine, Store};
+use tripgate_wasmtime::wit::Outcome;
+use tripgate_wasmtime::{Breaker, Config, Runtime};
+use tripgate_wasmtime_bench::Bare;
+use wasmtime::Engine;
 
 const BATCH: u32 = 100_000;
 
@@ -25,17 +24,14 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(31);
 
-    let engine = Engine::default();
-    let component = Component::new(&engine, COMPONENT).unwrap();
-    let mut store = Store::new(&engine, ());
-    let tripgate = Tripgate::instantiate(&mut store, &component, &Linker::new(&engine)).unwrap();
+    let Bare {
+        mut store,
+        tripgate,
+        me,
+        key,
+    } = Bare::new(&Engine::default());
     let hot = tripgate.tripgate_breaker_circuit_breaker();
     let api = hot.breaker();
-    let me = api
-        .call_create(&mut store, &wit::Config::default(), 0)
-        .unwrap()
-        .unwrap();
-    let key = api.call_key(&mut store, me).unwrap();
     let breaker: Breaker = Runtime::new().unwrap().breaker(&Config::default()).unwrap();
 
     // ns per call or pair for one batch.

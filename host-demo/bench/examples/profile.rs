@@ -34,8 +34,6 @@ fn main() {
             }
         }
         bare => {
-            use tripgate_wasmtime::bindings::Tripgate;
-            use wasmtime::component::{Component, Linker};
             // KNOBS=backtraces,unwind,lazy,signals turns those engine settings off, one
             // by one, to compare their call costs.
             let mut config = wasmtime::Config::new();
@@ -49,15 +47,14 @@ fn main() {
                 }
             }
             let engine = wasmtime::Engine::new(&config).unwrap();
-            let component = Component::new(&engine, tripgate_wasmtime::COMPONENT).unwrap();
-            let mut store = wasmtime::Store::new(&engine, ());
-            let tripgate =
-                Tripgate::instantiate(&mut store, &component, &Linker::new(&engine)).unwrap();
-            let api = tripgate.tripgate_breaker_circuit_breaker().breaker();
-            let config = tripgate_wasmtime::wit::Config::default();
-            let me = api.call_create(&mut store, &config, 0).unwrap().unwrap();
-            let key = api.call_key(&mut store, me).unwrap();
+            let tripgate_wasmtime_bench::Bare {
+                mut store,
+                tripgate,
+                me,
+                key,
+            } = tripgate_wasmtime_bench::Bare::new(&engine);
             let hot = tripgate.tripgate_breaker_circuit_breaker();
+            let api = hot.breaker();
             if bare == "bare-flat-locked" {
                 use tripgate_core::Clock;
                 let clock = tripgate_core::CoarseClock::new();

@@ -66,7 +66,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
 use tripgate_core::lock::Guard;
-use tripgate_core::{HandleAdmission, HandleRecord, ListenerSlot, Lock, Refusal};
+use tripgate_core::{HandleAdmission, HandleRecord, ListenerSlot, Lock, Refusal, NO_KEY};
 use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Engine, ResourceLimiter, Store};
 
@@ -426,9 +426,6 @@ impl BreakerShared {
         Ok(listed.iter().map(core_transition).collect())
     }
 }
-
-/// The key `breaker.key()` gives a breaker that no key can name (wit/breaker.wit).
-const NO_KEY: u32 = u32::MAX;
 
 /// The error for a hot-path answer that says the breaker's key names nothing: the
 /// library holds the breaker's handle, so only a mismatched component build gives it.
