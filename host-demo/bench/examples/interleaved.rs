@@ -1,5 +1,5 @@
 //! The component bench's ratios, measured so that a busy machine cannot skew them:
-//! `cargo run --release -p tripgate-wasmtime-bench --example interleaved [rounds]`.
+//! `cargo run --release -p tripgate-wasmtime-bench --example interleaved [rounds [batch]]`.
 //!
 //! Criterion measures each path for seconds, one after another, so a ratio of two of its
 //! figures also carries whatever the machine did between them. Here every round times
@@ -16,13 +16,15 @@ use tripgate_wasmtime::{Breaker, Config, Runtime};
 use tripgate_wasmtime_bench::Bare;
 use wasmtime::Engine;
 
-const BATCH: u32 = 100_000;
-
 fn main() {
     let rounds: usize = std::env::args()
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(31);
+    let batch: u32 = std::env::args()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100_000);
 
     let Bare {
         mut store,
@@ -37,7 +39,7 @@ fn main() {
     // ns per call or pair for one batch.
     let mut time = |path: usize| -> f64 {
         let start = Instant::now();
-        for _ in 0..BATCH {
+        for _ in 0..batch {
             match path {
                 0 => drop(black_box(api.call_state(&mut store, me, 1).unwrap())),
                 1 => {
@@ -66,7 +68,7 @@ fn main() {
                 }
             }
         }
-        start.elapsed().as_nanos() as f64 / f64::from(BATCH)
+        start.elapsed().as_nanos() as f64 / f64::from(batch)
     };
 
     const PATHS: [&str; 5] = [
@@ -94,7 +96,7 @@ fn main() {
         ns.push(round);
     }
 
-    println!("{rounds} interleaved rounds of {BATCH} calls or pairs per path: median (range)");
+    println!("{rounds} interleaved rounds of {batch} calls or pairs per path: median (range)");
     for (path, name) in PATHS.iter().enumerate() {
         let (median, low, high) = spread(ns.iter().map(|r| r[path]).collect());
         println!("  {name:26} {median:7.1} ns  ({low:.1}-{high:.1})");

@@ -395,10 +395,12 @@ impl BreakerShared {
             Some(Err(refusal)) => return Err(RecordError::of(refusal, outcome).into()),
             None => return Err(RecordError::Unexpected(code).into()),
         };
-        let transitions = self.counted(&mut guest, judged.transitions);
-        drop(guest);
-        let transitions = transitions?;
-        self.notify(&transitions);
+        let transitions = if judged.transitions == 0 {
+            drop(guest);
+            Vec::new()
+        } else {
+            self.told(guest)?
+        };
         Ok(Recorded {
             class: judged.class,
             slow: judged.slow,
@@ -407,16 +409,17 @@ impl BreakerShared {
         })
     }
 
-    /// The transitions a hot-path call counted, read in the same hold of the guest (so
-    /// they are exactly that call's): no second call, and no list at all, in the common
-    /// case.
-    #[inline]
-    fn counted(&self, guest: &mut Guest, count: u8) -> Result<Vec<Transition>> {
-        if count == 0 {
-            Ok(Vec::new())
-        } else {
-            self.listed(guest)
-        }
+    /// The transitions a hot-path call said it counted, read in the same hold of the guest
+    /// (so they are exactly that call's) and told to the listener once the guest is
+    /// released. The common call counts none and never comes here: no second call, no list.
+    #[cold]
+    #[inline(never)]
+    fn told(&self, mut guest: Guard<'_, Guest>) -> Result<Vec<Transition>> {
+        let transitions = self.listed(&mut guest);
+        drop(guest);
+        let transitions = transitions?;
+        self.notify(&transitions);
+        Ok(transitions)
     }
 
     #[cold]
@@ -571,18 +574,20 @@ impl Breaker {
         let now = shared.now();
         let mut guest = shared.instance.lock();
         let (api, store) = guest.hot();
-        let acquired = api
-            .call_acquire_flat(store, shared.key, now)?
-            .ok_or_else(|| unknown_key(shared.key))?;
-        let transitions = shared.counted(&mut guest, acquired.transitions);
-        drop(guest);
-        // Made before `transitions?`, so that a failed read still releases the permit.
+        let Some(acquired) = api.call_acquire_flat(store, shared.key, now)? else {
+            return Err(unknown_key(shared.key));
+        };
+        // Made first, so that a failed read of the transitions still releases the permit.
         let decision = acquired.decision.map(|resource| Permit {
             breaker: Arc::clone(&self.shared),
             resource: Some(resource),
         });
-        let transitions = transitions?;
-        shared.notify(&transitions);
+        let transitions = if acquired.transitions == 0 {
+            drop(guest);
+            Vec::new()
+        } else {
+            shared.told(guest)?
+        };
         Ok(Admission {
             decision: decision.map_err(|r| core_rejection(&r)),
             transitions,
@@ -615,9 +620,12 @@ impl Breaker {
                 ))
             }
         };
-        let transitions = shared.counted(&mut guest, count)?;
-        drop(guest);
-        shared.notify(&transitions);
+        let transitions = if count == 0 {
+            drop(guest);
+            Vec::new()
+        } else {
+            shared.told(guest)?
+        };
         Ok(RawAdmission {
             decision,
             transitions,
@@ -823,7 +831,9 @@ impl Permit {
 
     /// Hands the permit back with its call's outcome, at the clock's `now`.
     pub fn record(mut self, outcome: impl Into<Outcome>) -> Result<Recorded> {
-        let resource = self.take()?;
+        let Some(resource) = self.resource.take() else {
+            return Err(anyhow!("permit already recorded"));
+        };
         deliver(&self.breaker, resource, outcome.into())
     }
 
