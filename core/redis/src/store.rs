@@ -9,45 +9,12 @@ use redis::{AsyncCommands, Client, RedisError, Script};
 
 use crate::wire::{self, Keys};
 
-/// Records this member's vote at the store's time, trims votes older than one cooldown,
-/// and answers the store's time (ms) followed by every vote (member, time in ms).
-const VOTE: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local cooldown = tonumber(ARGV[2])
-redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - cooldown)
-redis.call('PEXPIRE', KEYS[1], cooldown)
-local votes = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-table.insert(votes, 1, tostring(now))
-return votes
-";
-
-/// Extends the lease only if this member still holds it.
-const RENEW: &str = r"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-";
-
-/// Gives the lease up only if this member still holds it.
-const RELEASE: &str = r"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-";
-
-/// Raises the generation to at least ARGV[1]: a store that lost its keys (restarted
-/// empty) would otherwise hand out generations every member has already seen.
-const RAISE: &str = r"
-local gen = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
-if gen < tonumber(ARGV[1]) then
-  redis.call('SET', KEYS[1], ARGV[1])
-end
-return 1
-";
+// The scripts are part of the wire format, shared with the Node adapter: each file says
+// its keys, arguments and reply.
+const VOTE: &str = include_str!("../../../wit/fleet/vote.lua");
+const RENEW: &str = include_str!("../../../wit/fleet/renew.lua");
+const RELEASE: &str = include_str!("../../../wit/fleet/release.lua");
+const RAISE: &str = include_str!("../../../wit/fleet/raise.lua");
 
 /// A store failure: the command failed, or took longer than `store-timeout`.
 #[derive(Debug)]

@@ -67,38 +67,6 @@ export function parse(line, name, key) {
   return { event: { generation, kind, remainingMs, origin } };
 }
 
-/**
- * The vote: ZADD at the store's TIME, trim to one cooldown, keep the set no longer than
- * that; returns the store's time (ms) and then member, time pairs.
- * KEYS: votes. ARGV: member, cooldown ms.
- */
-export const VOTE_SCRIPT = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local cooldown = tonumber(ARGV[2])
-redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - cooldown)
-redis.call('PEXPIRE', KEYS[1], cooldown)
-local out = { tostring(now) }
-for _, v in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')) do out[#out + 1] = v end
-return out`;
-
-/** PEXPIRE the lease only while it is still this member's. KEYS: lease. ARGV: member, ms. */
-export const RENEW_SCRIPT = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0`;
-
-/** DEL the lease only while it is still this member's. KEYS: lease. ARGV: member. */
-export const RELEASE_SCRIPT = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
-
-/**
- * Raise the generation counter to at least a member's last applied generation: a store
- * restarted empty would otherwise hand out generations every member fences as stale.
- * KEYS: gen. ARGV: generation.
- */
-export const RAISE_SCRIPT = `
-local g = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
-if g < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) return tonumber(ARGV[1]) end
-return g`;
+// The Redis scripts, from wit/fleet/*.lua (each says its keys, arguments and reply), the
+// same files the Rust adapter runs.
+export { RAISE_SCRIPT, RELEASE_SCRIPT, RENEW_SCRIPT, VOTE_SCRIPT } from '../../pkg/fleet/scripts.js';
