@@ -16,7 +16,11 @@
 //!   it holds the fleet's probe lease ([`Breaker::fleet_lease`]); without it callers are
 //!   turned away as `probing-elsewhere`. The lease holder's round ends in an
 //!   [`Announcement`] the adapter publishes: `reopened` (a probe failed: the fleet opens
-//!   again) or `closed` (the probes succeeded: the fleet closes).
+//!   again) or `closed` (the probes succeeded: the fleet closes). That is the fleet's
+//!   round only when the last fleet event applied was an open; a member that opened on
+//!   its own, below the quorum, runs a round of its own: a failed probe is one more trip
+//!   (announced `tripped`, a fresh vote) and a success is announced to no one, so a
+//!   member whose path alone is broken never opens or closes the fleet by its probes.
 //! * **Quorum**: a local trip is announced as `tripped`; the adapter records it as this
 //!   member's vote in the store and hands back every member's vote
 //!   ([`Breaker::fleet_votes`]); the fleet opens only once `fleet-quorum` distinct members
@@ -75,11 +79,14 @@ table! {
 table! {
     /// What a fleet member must tell the fleet.
     pub enum AnnouncementKind {
-        /// It tripped on its own evidence: record its vote (and open the fleet at quorum).
+        /// It tripped on its own evidence, or failed a probe round of its own (it opened below
+        /// the quorum): record its vote (and open the fleet at quorum).
         Tripped = 0 => "tripped",
-        /// Its probe round (it held the lease) failed: the fleet opens again.
+        /// The fleet's probe round (under the lease, after a fleet open) failed: the fleet
+        /// opens again.
         Reopened = 1 => "reopened",
-        /// Its probe round succeeded: the fleet closes.
+        /// The fleet's probe round succeeded: the fleet closes. (A round of its own that
+        /// succeeds is announced to no one.)
         Closed = 2 => "closed",
     }
 }
@@ -119,6 +126,8 @@ pub(crate) struct Fleet {
     pub(crate) degraded: bool,
     /// The instant (this breaker's clock) the probe lease runs out.
     pub(crate) lease_until: Option<Nanos>,
+    /// The last fleet event applied was an open: a probe round here is the fleet's.
+    fleet_opened: bool,
     /// Distinct members' trip votes: member id and the instant of the trip.
     votes: [(u64, Nanos); MAX_QUORUM as usize],
     voters: u8,
@@ -133,6 +142,7 @@ impl Fleet {
             generation: 0,
             degraded: false,
             lease_until: None,
+            fleet_opened: false,
             votes: [(0, 0); MAX_QUORUM as usize],
             voters: 0,
             pending: None,
@@ -201,6 +211,8 @@ impl Fleet {
 
     /// The announcement a transition makes, if any: a trip on the breaker's own evidence,
     /// or the end of a probe round this member ran under the lease (the lease ends too).
+    /// A round after the fleet's open ends in the fleet's event; a round after this
+    /// member's own opening (below the quorum) ends in a fresh vote, or in nothing.
     pub(crate) fn announce(&mut self, reason: Reason, remaining: Nanos) {
         if !self.enabled() {
             return;
@@ -210,15 +222,21 @@ impl Fleet {
             Reason::FailureThreshold
             | Reason::FailureRate
             | Reason::SlowCallRate
-            | Reason::HungCalls => AnnouncementKind::Tripped,
+            | Reason::HungCalls => Some(AnnouncementKind::Tripped),
             Reason::ProbeFault | Reason::ProbeTimeout | Reason::ProbeRateMissed if led => {
-                AnnouncementKind::Reopened
+                Some(if self.fleet_opened {
+                    AnnouncementKind::Reopened
+                } else {
+                    AnnouncementKind::Tripped
+                })
             }
-            Reason::ProbesSucceeded if led => AnnouncementKind::Closed,
+            Reason::ProbesSucceeded if led => self.fleet_opened.then_some(AnnouncementKind::Closed),
             _ => return,
         };
         self.lease_until = None;
-        self.pending = Some(Announcement { kind, remaining });
+        if let Some(kind) = kind {
+            self.pending = Some(Announcement { kind, remaining });
+        }
     }
 }
 
@@ -235,6 +253,7 @@ impl Breaker {
         if !self.fleet.fence(event.generation) {
             return (FleetApplied::Stale, transitions);
         }
+        self.fleet.fleet_opened = event.kind == FleetEventKind::Open;
         let from = self.phase.state;
         match (event.kind, from) {
             (_, State::Isolated | State::Disabled) => return (FleetApplied::Held, transitions),

@@ -393,7 +393,7 @@ describe('the failure modes that need execute', () => {
   });
 });
 
-describe('fleet mode: the breaker side (tripgate/fleet drives it; the rules are the core vectors 45-51)', () => {
+describe('fleet mode: the breaker side (tripgate/fleet drives it; the rules are the core vectors 45-52)', () => {
   test('fleetQuorum is validated like every option, by name', () => {
     assert.throws(() => new CircuitBreaker({ fleetQuorum: 0 }),
       (e) => e instanceof RangeError && e.option === 'fleetQuorum' && /fleetQuorum must be between 1 and 16/.test(e.message));
@@ -425,6 +425,8 @@ describe('fleet mode: the breaker side (tripgate/fleet drives it; the rules are 
     trip(breaker);
     assert.deepEqual(breaker.fleetTakeAnnouncement(), { kind: 'tripped', remainingMs: 1_000 });
     assert.equal(breaker.fleetTakeAnnouncement(), null, 'taken once');
+    // The fleet's open (its own vote reached the quorum of 1): the round is the fleet's.
+    assert.equal(breaker.fleetApply({ generation: 1, kind: 'open', remainingMs: 1_000 }), 'applied');
     clock.advance(1_000);
     assert.equal(breaker.acquire(), Rejected.PROBING_ELSEWHERE);
     assert.equal(breaker.lastRejection.reason, 'probing-elsewhere');

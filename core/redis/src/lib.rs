@@ -144,7 +144,6 @@ pub fn join<M: Member + Clone>(member: M, options: Options) -> Result<Fleet, Joi
         poll_interval: options.poll_interval,
         max_backoff: options.max_backoff,
         shared: Arc::clone(&shared),
-        fleet_open: Default::default(),
     };
     Ok(Fleet {
         shared,

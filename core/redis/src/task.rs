@@ -1,7 +1,6 @@
 //! The background task: connect, resync, then follow the fleet and tell it what this
 //! member's breaker announces; on any store failure, degrade and reconnect with backoff.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,10 +27,6 @@ pub(crate) struct Task<M> {
     pub(crate) poll_interval: Duration,
     pub(crate) max_backoff: Duration,
     pub(crate) shared: Arc<Shared>,
-    /// The last fleet event this member applied was an open: a failed probe round is
-    /// then the fleet's and re-opens it; otherwise the opening was this member's own,
-    /// below quorum, and it only votes again.
-    pub(crate) fleet_open: AtomicBool,
 }
 
 /// A breaker error ends the task: the breaker is gone or broken, nothing to follow.
@@ -137,11 +132,7 @@ impl<M: Member> Task<M> {
         };
         match self.member.apply(event).map_err(|_| MemberGone)? {
             FleetApplied::Stale => self.shared.stale(),
-            FleetApplied::Applied | FleetApplied::Held => {
-                self.fleet_open
-                    .store(message.kind == FleetEventKind::Open, Ordering::Relaxed);
-                self.shared.applied();
-            }
+            FleetApplied::Applied | FleetApplied::Held => self.shared.applied(),
             FleetApplied::NotInFleet => {}
         }
         Ok(())
@@ -190,35 +181,24 @@ impl<M: Member> Task<M> {
     /// Whatever the breaker asks for: an announcement to publish, a lease to take, renew
     /// or let go.
     async fn step(&self, session: &mut Session, lease: &mut Lease) -> Result<(), Ended> {
+        // Published before the lease is given up (below): until the event arrives,
+        // nobody else may start a round.
         if let Some(announcement) = self.member.take_announcement().map_err(|_| MemberGone)? {
             match announcement.kind {
                 AnnouncementKind::Tripped => self.tripped(session).await?,
-                round_end => {
-                    // Publish before giving the lease up: until the event arrives, nobody
-                    // else may start a round of its own.
-                    let fleet_open = self.fleet_open.load(Ordering::Relaxed);
-                    match (round_end, fleet_open) {
-                        (AnnouncementKind::Closed, true) => {
-                            self.publish(session, FleetEventKind::Close, 0).await?;
-                        }
-                        (_, true) => self.publish_open(session).await?,
-                        // A round after this member's own opening, below quorum: a
-                        // failure is a fresh vote, a success its own business.
-                        (AnnouncementKind::Reopened, false) => self.tripped(session).await?,
-                        (_, false) => {}
-                    }
-                    lease.renewed = None;
-                    session.release_lease(self.shared.member_id).await?;
-                    self.member.store(true, None).map_err(|_| MemberGone)?;
+                AnnouncementKind::Reopened => self.publish_open(session).await?,
+                AnnouncementKind::Closed => {
+                    self.publish(session, FleetEventKind::Close, 0).await?;
                 }
             }
         }
         let status = self.member.status().map_err(|_| MemberGone)?;
         let length = Duration::from_nanos(self.member.probe_timeout());
         if lease.renewed.is_some() && !status.lease_held {
-            // A fleet event ended the round (the core drops the lease when it fences a
-            // new generation), or it ran out: give the store's lease back too, or it
-            // would hold off the fleet's next round (this member's own included).
+            // The round ended (announced or not), a fleet event ended it (the core drops
+            // the lease when it fences a new generation), or it ran out: give the store's
+            // lease back too, or it would hold off the fleet's next round (this member's
+            // own included).
             lease.renewed = None;
             session.release_lease(self.shared.member_id).await?;
         }

@@ -50,12 +50,6 @@ export class FleetMember extends EventEmitter {
   #reconcileQueued = false;
   #leaseQueued = false;
   #left = false;
-  /**
-   * Whether the last fleet event applied was an open: only then is a half-open round the
-   * fleet's, whose end is the fleet's news. A member open below quorum runs a round of
-   * its own, and its failure is one more vote, not a fleet open.
-   */
-  #fleetOpen = false;
   /** The newest announcement the store could not take, retried once it is back. */
   #unsent = null;
   #counters = {
@@ -236,6 +230,9 @@ export class FleetMember extends EventEmitter {
     try {
       const announcement = this.#breaker.fleetTakeAnnouncement();
       if (announcement !== null) this.#run(() => this.#announce(announcement));
+      // After the announcement is published: until its event arrives, nobody else may
+      // start a round.
+      if (this.#leaseHeld) this.#run(() => this.#releaseIfEnded());
       if (t?.to === 'half-open') this.#queueLease();
     } catch (error) {
       this.#failed(error);
@@ -347,9 +344,8 @@ export class FleetMember extends EventEmitter {
       return;
     }
     this.#counters.applied++;
-    this.#fleetOpen = event.kind === 'open';
     // A newer event ends any round this member led; the core has dropped the lease.
-    if (this.#leaseHeld && !this.#breaker.fleetStatus().leaseHeld) this.#run(() => this.#release());
+    if (this.#leaseHeld) this.#run(() => this.#releaseIfEnded());
     this.emit('event', { ...event, applied, source });
   }
 
@@ -357,14 +353,11 @@ export class FleetMember extends EventEmitter {
 
   async #announce(announcement) {
     try {
-      if (announcement.kind !== 'tripped' && this.#leaseHeld) await this.#release();
-      if (announcement.kind === 'tripped' || (announcement.kind === 'reopened' && !this.#fleetOpen)) {
-        await this.#vote(announcement);
-      } else if (announcement.kind === 'reopened') {
-        await this.#publishOpen();
-      } else if (this.#fleetOpen) {
-        await this.#publish('close', 0);
-      }
+      // The core says whose round it was: a round of this member's own (below the
+      // quorum) ends in `tripped` or in nothing, never in the fleet's events.
+      if (announcement.kind === 'tripped') await this.#vote();
+      else if (announcement.kind === 'reopened') await this.#publishOpen();
+      else await this.#publish('close', 0);
     } catch (error) {
       if (error?.storeFailure) this.#unsent = this.#stillTrue(announcement) ? announcement : null;
       throw error;
@@ -378,8 +371,10 @@ export class FleetMember extends EventEmitter {
   }
 
   /** Records this member's trip in the store and opens the fleet when the core says quorum. */
-  async #vote(announcement) {
-    const cooldown = Math.max(1, Math.ceil(announcement.remainingMs));
+  async #vote() {
+    // Votes count within one configured cooldown (the core's rule), however long this
+    // opening is after backoff.
+    const cooldown = Math.max(1, Math.ceil(this.#breaker[fleetTimings]().cooldownMs));
     const reply = await this.#eval(VOTE_SCRIPT, this.#keys.votes, this.#id, cooldown);
     const now = Number(reply[0]);
     const votes = [];
@@ -438,10 +433,7 @@ export class FleetMember extends EventEmitter {
 
   async #renew(ms) {
     if (!this.#leaseHeld) return;
-    if (!this.#breaker.fleetStatus().leaseHeld) {
-      await this.#release();
-      return;
-    }
+    if (await this.#releaseIfEnded()) return;
     const renewed = Number(await this.#eval(RENEW_SCRIPT, this.#keys.lease, this.#id, ms));
     if (renewed === 1) {
       this.#breaker.fleetStore({ reachable: true, leaseMs: ms });
@@ -451,6 +443,16 @@ export class FleetMember extends EventEmitter {
       this.#breaker.fleetStore({ reachable: true, leaseMs: null });
       this.emit('lease', { held: false });
     }
+  }
+
+  /**
+   * Gives the store's lease back once the core holds it no longer: the round ended
+   * (announced or not), a fleet event ended it, or it ran out. Whether it did.
+   */
+  async #releaseIfEnded() {
+    if (!this.#leaseHeld || this.#breaker.fleetStatus().leaseHeld) return false;
+    await this.#release();
+    return true;
   }
 
   async #release() {
