@@ -126,7 +126,8 @@ pub(crate) struct Fleet {
     pub(crate) degraded: bool,
     /// The instant (this breaker's clock) the probe lease runs out.
     pub(crate) lease_until: Option<Nanos>,
-    /// The last fleet event applied was an open: a probe round here is the fleet's.
+    /// A fleet open was applied, and this member has not tripped on its own evidence
+    /// since: a probe round here is the fleet's.
     fleet_opened: bool,
     /// Distinct members' trip votes: member id and the instant of the trip.
     votes: [(u64, Nanos); MAX_QUORUM as usize],
@@ -212,7 +213,8 @@ impl Fleet {
     /// The announcement a transition makes, if any: a trip on the breaker's own evidence,
     /// or the end of a probe round this member ran under the lease (the lease ends too).
     /// A round after the fleet's open ends in the fleet's event; a round after this
-    /// member's own opening (below the quorum) ends in a fresh vote, or in nothing.
+    /// member's own opening (below the quorum: it tripped since the last fleet open) ends
+    /// in a fresh vote, or in nothing.
     pub(crate) fn announce(&mut self, reason: Reason, remaining: Nanos) {
         if !self.enabled() {
             return;
@@ -222,7 +224,12 @@ impl Fleet {
             Reason::FailureThreshold
             | Reason::FailureRate
             | Reason::SlowCallRate
-            | Reason::HungCalls => Some(AnnouncementKind::Tripped),
+            | Reason::HungCalls => {
+                // An opening on this member's own evidence: its rounds are its own until
+                // a fleet open (its own, once the quorum is reached) is applied.
+                self.fleet_opened = false;
+                Some(AnnouncementKind::Tripped)
+            }
             Reason::ProbeFault | Reason::ProbeTimeout | Reason::ProbeRateMissed if led => {
                 Some(if self.fleet_opened {
                     AnnouncementKind::Reopened

@@ -332,6 +332,24 @@ describe('fleet mode on a real redis-server', () => {
     await leaveAll(members);
   });
 
+  test('7. a trip the store failed to take (it hung mid-vote) is published once the store answers again', async () => {
+    const members = await fleetOf(2, redis.url, fleetName('unsent'), { storeTimeoutMs: 100 });
+    const [a, b] = members;
+    const degraded = new Promise((resolve) => a.member.once('degraded', resolve));
+    redis.pause();
+    try {
+      trip(a.breaker);
+      assert.equal(a.breaker.state, 'open');
+      await degraded;
+      assert.equal(b.breaker.state, 'closed');
+    } finally {
+      redis.resume();
+    }
+    await waitFor(() => b.breaker.state === 'open', 'B opened by A\'s trip');
+    assert.deepEqual(b.transitions, ['closed>open:fleet-open']);
+    await leaveAll(members);
+  });
+
   test('a breaker disposed while joined: the member leaves on its own; later messages crash nothing', async () => {
     const name = fleetName('disposed');
     const [m, other] = await fleetOf(2, redis.url, name);

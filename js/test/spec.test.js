@@ -393,7 +393,7 @@ describe('the failure modes that need execute', () => {
   });
 });
 
-describe('fleet mode: the breaker side (tripgate/fleet drives it; the rules are the core vectors 45-52)', () => {
+describe('fleet mode: the breaker side (tripgate/fleet drives it; the rules are the core vectors 45-53)', () => {
   test('fleetQuorum is validated like every option, by name', () => {
     assert.throws(() => new CircuitBreaker({ fleetQuorum: 0 }),
       (e) => e instanceof RangeError && e.option === 'fleetQuorum' && /fleetQuorum must be between 1 and 16/.test(e.message));

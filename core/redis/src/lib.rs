@@ -144,6 +144,7 @@ pub fn join<M: Member + Clone>(member: M, options: Options) -> Result<Fleet, Joi
         poll_interval: options.poll_interval,
         max_backoff: options.max_backoff,
         shared: Arc::clone(&shared),
+        unsent: Default::default(),
     };
     Ok(Fleet {
         shared,

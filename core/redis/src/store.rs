@@ -11,10 +11,10 @@ use crate::wire::{self, Keys};
 
 // The scripts are part of the wire format, shared with the Node adapter: each file says
 // its keys, arguments and reply.
-const VOTE: &str = include_str!("../../../wit/fleet/vote.lua");
-const RENEW: &str = include_str!("../../../wit/fleet/renew.lua");
-const RELEASE: &str = include_str!("../../../wit/fleet/release.lua");
-const RAISE: &str = include_str!("../../../wit/fleet/raise.lua");
+const VOTE: &str = include_str!("../lua/vote.lua");
+const RENEW: &str = include_str!("../lua/renew.lua");
+const RELEASE: &str = include_str!("../lua/release.lua");
+const RAISE: &str = include_str!("../lua/raise.lua");
 
 /// A store failure: the command failed, or took longer than `store-timeout`.
 #[derive(Debug)]

@@ -1,14 +1,14 @@
 //! The background task: connect, resync, then follow the fleet and tell it what this
 //! member's breaker announces; on any store failure, degrade and reconnect with backoff.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use redis::Client;
 use tokio::time::MissedTickBehavior;
 use tripgate_core::{
-    AnnouncementKind, FleetApplied, FleetEvent, FleetEventKind, State, MILLISECOND,
+    Announcement, AnnouncementKind, FleetApplied, FleetEvent, FleetEventKind, State, MILLISECOND,
 };
 
 use crate::member::Member;
@@ -27,6 +27,9 @@ pub(crate) struct Task<M> {
     pub(crate) poll_interval: Duration,
     pub(crate) max_backoff: Duration,
     pub(crate) shared: Arc<Shared>,
+    /// The announcement the store failed to take, published after the next reconcile if
+    /// it still describes the breaker and nothing newer has been announced.
+    pub(crate) unsent: Mutex<Option<Announcement>>,
 }
 
 /// A breaker error ends the task: the breaker is gone or broken, nothing to follow.
@@ -52,7 +55,10 @@ impl From<MemberGone> for Ended {
 /// Per-session state of the probe lease this member holds.
 #[derive(Default)]
 struct Lease {
-    /// When it was last taken or renewed, and for how long.
+    /// The store's lease may be this member's: taken, and not given back or lost since.
+    taken: bool,
+    /// When it was last taken or renewed, and for how long, while it is being renewed (a
+    /// holder with no probes out stops renewing but still gives it back).
     renewed: Option<(Instant, Duration)>,
 }
 
@@ -93,6 +99,17 @@ impl<M: Member> Task<M> {
         let mut last_stored = None;
         self.reconcile(&mut session, &mut last_stored).await?;
         self.shared.session_began();
+        let unsent = self
+            .unsent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let newest = self.member.take_announcement().map_err(|_| MemberGone)?;
+        if let Some(announcement) = newest.or(unsent) {
+            if self.still_true(announcement)? {
+                self.announce(&mut session, announcement).await?;
+            }
+        }
 
         let mut poll = tokio::time::interval(self.poll_interval);
         poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -184,22 +201,16 @@ impl<M: Member> Task<M> {
         // Published before the lease is given up (below): until the event arrives,
         // nobody else may start a round.
         if let Some(announcement) = self.member.take_announcement().map_err(|_| MemberGone)? {
-            match announcement.kind {
-                AnnouncementKind::Tripped => self.tripped(session).await?,
-                AnnouncementKind::Reopened => self.publish_open(session).await?,
-                AnnouncementKind::Closed => {
-                    self.publish(session, FleetEventKind::Close, 0).await?;
-                }
-            }
+            self.announce(session, announcement).await?;
         }
         let status = self.member.status().map_err(|_| MemberGone)?;
         let length = Duration::from_nanos(self.member.probe_timeout());
-        if lease.renewed.is_some() && !status.lease_held {
+        if lease.taken && !status.lease_held {
             // The round ended (announced or not), a fleet event ended it (the core drops
             // the lease when it fences a new generation), or it ran out: give the store's
             // lease back too, or it would hold off the fleet's next round (this member's
             // own included).
-            lease.renewed = None;
+            *lease = Lease::default();
             session.release_lease(self.shared.member_id).await?;
         }
         if status.wants_lease {
@@ -212,7 +223,10 @@ impl<M: Member> Task<M> {
                 self.member
                     .store(true, Some(nanos(held)))
                     .map_err(|_| MemberGone)?;
-                lease.renewed = Some((Instant::now(), held));
+                *lease = Lease {
+                    taken: true,
+                    renewed: Some((Instant::now(), held)),
+                };
                 self.shared.leased();
             }
         } else if let Some((at, held)) = lease.renewed {
@@ -244,10 +258,39 @@ impl<M: Member> Task<M> {
                 .map_err(|_| MemberGone)?;
             lease.renewed = Some((Instant::now(), held));
         } else {
-            lease.renewed = None;
+            // Another member's by now (it ran out first): nothing to give back.
+            *lease = Lease::default();
             self.member.store(true, None).map_err(|_| MemberGone)?;
         }
         Ok(())
+    }
+
+    /// Publishes what the breaker announced; kept for the next session if the store
+    /// fails first.
+    async fn announce(
+        &self,
+        session: &mut Session,
+        announcement: Announcement,
+    ) -> Result<(), Ended> {
+        let published = match announcement.kind {
+            AnnouncementKind::Tripped => self.tripped(session).await,
+            AnnouncementKind::Reopened => self.publish_open(session).await,
+            AnnouncementKind::Closed => self.publish(session, FleetEventKind::Close, 0).await,
+        };
+        if let Err(Ended::Store(_)) = published {
+            *self.unsent.lock().unwrap_or_else(PoisonError::into_inner) = Some(announcement);
+        }
+        published
+    }
+
+    /// Whether `announcement` still describes the breaker: closed for a `closed`, open
+    /// for the others (worth publishing after an outage).
+    fn still_true(&self, announcement: Announcement) -> Result<bool, MemberGone> {
+        let state = self.member.view().map_err(|_| MemberGone)?.state;
+        Ok(match announcement.kind {
+            AnnouncementKind::Closed => state == State::Closed,
+            AnnouncementKind::Tripped | AnnouncementKind::Reopened => state == State::Open,
+        })
     }
 
     /// A local trip: vote, and open the fleet when the votes reach the quorum.

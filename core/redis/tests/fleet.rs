@@ -397,6 +397,25 @@ async fn a_hung_store_degrades_within_store_timeout() {
     eventually("back", || a.fleet.status().connected).await;
 }
 
+/// Rule 7, an announcement lost mid-publish: A trips while the store hangs (SIGSTOP), so
+/// its vote times out; once the store answers again, A publishes the trip it could not
+/// (it still describes A), and B opens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trip_the_store_failed_to_take_is_published_once_it_is_back() {
+    let redis = server(&[]);
+    let url = redis.url(None);
+    let (a, b) = (member(&url, "t7c", 1), member(&url, "t7c", 1));
+    connected(&[&a, &b]).await;
+    redis.pause(true).unwrap();
+    fail(&a, 3);
+    assert_eq!(a.breaker.state(), State::Open);
+    eventually("A degraded", || a.fleet.status().degraded).await;
+    assert_eq!(b.breaker.state(), State::Closed);
+    redis.pause(false).unwrap();
+    eventually("B opened by A's trip", || b.breaker.state() == State::Open).await;
+    assert_eq!(last_reason(&b.breaker), Some(Reason::FleetOpen));
+}
+
 /// Rule 7's reconcile: an event written to the keys without a PUBLISH (a message the
 /// channel dropped) is picked up from the keys, with the store's remaining time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,15 +6,19 @@
 //! each path for a batch of 100,000, back to back (in alternating order), and each ratio
 //! is taken within a round; the report is the median and range of the per-round ratios: `state()`, the bare handle and
 //! flat-resource pairs against it, and the host library against the bare pair of the same
-//! permit kind.
+//! permit kind. One more path splits the library's share: the bare handle pair with what
+//! thread safety and a clock cost anyway (the store behind the core's `Lock`, a
+//! `CoarseClock` read through `Arc<dyn Clock>` per call, as the library has them).
 
 use std::hint::black_box;
 use std::time::Instant;
 
+use std::sync::Arc;
+
+use tripgate_core::{Clock, CoarseClock, Lock};
 use tripgate_wasmtime::wit::Outcome;
 use tripgate_wasmtime::{Breaker, Config, Runtime};
 use tripgate_wasmtime_bench::Bare;
-use wasmtime::Engine;
 
 fn main() {
     let rounds: usize = std::env::args()
@@ -26,15 +30,19 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(100_000);
 
+    // One compilation of the component for every path: the same machine code throughout.
+    let runtime = Runtime::new().unwrap();
     let Bare {
         mut store,
         tripgate,
         me,
         key,
-    } = Bare::new(&Engine::default());
+    } = Bare::sharing(&runtime);
     let hot = tripgate.tripgate_breaker_circuit_breaker();
     let api = hot.breaker();
-    let breaker: Breaker = Runtime::new().unwrap().breaker(&Config::default()).unwrap();
+    let breaker: Breaker = runtime.breaker(&Config::default()).unwrap();
+    let locked = Lock::new(Bare::sharing(&runtime));
+    let clock: Arc<dyn Clock + Send + Sync> = Arc::new(CoarseClock::new());
 
     // ns per call or pair for one batch.
     let mut time = |path: usize| -> f64 {
@@ -58,37 +66,67 @@ fn main() {
                             .unwrap(),
                     );
                 }
+                5 => {
+                    let now = clock.now();
+                    let handle = {
+                        let mut bare = locked.lock();
+                        let Bare {
+                            store,
+                            tripgate,
+                            key,
+                            ..
+                        } = &mut *bare;
+                        let hot = tripgate.tripgate_breaker_circuit_breaker();
+                        hot.call_acquire_handle(&mut *store, *key, now).unwrap()
+                    };
+                    let handle = u32::try_from(handle).unwrap();
+                    let now = clock.now();
+                    let mut bare = locked.lock();
+                    let Bare {
+                        store,
+                        tripgate,
+                        key,
+                        ..
+                    } = &mut *bare;
+                    let hot = tripgate.tripgate_breaker_circuit_breaker();
+                    black_box(
+                        hot.call_record_handle(&mut *store, *key, handle, Outcome::Success, now)
+                            .unwrap(),
+                    );
+                }
                 3 => {
                     let permit = breaker.acquire_raw().unwrap().decision.unwrap();
                     black_box(breaker.record_raw(permit, Outcome::Success).unwrap());
                 }
-                _ => {
+                4 => {
                     let permit = breaker.acquire().unwrap().decision.unwrap();
                     black_box(permit.record(Outcome::Success).unwrap());
                 }
+                _ => unreachable!(),
             }
         }
         start.elapsed().as_nanos() as f64 / f64::from(batch)
     };
 
-    const PATHS: [&str; 5] = [
+    const PATHS: [&str; 6] = [
         "bare state()",
         "bare handle pair",
         "bare flat resource pair",
         "library raw pair",
         "library resource pair",
+        "bare handle pair, locked",
     ];
     for path in 0..PATHS.len() {
         time(path); // warm up
     }
-    let mut ns: Vec<[f64; 5]> = Vec::with_capacity(rounds);
+    let mut ns: Vec<[f64; PATHS.len()]> = Vec::with_capacity(rounds);
     for r in 0..rounds {
-        let mut round = [0.0; 5];
+        let mut round = [0.0; PATHS.len()];
         // Forward in even rounds, backward in odd ones: no path always follows another.
         let order: Vec<usize> = if r % 2 == 0 {
-            (0..5).collect()
+            (0..PATHS.len()).collect()
         } else {
-            (0..5).rev().collect()
+            (0..PATHS.len()).rev().collect()
         };
         for path in order {
             round[path] = time(path);
@@ -107,6 +145,8 @@ fn main() {
         ("bare flat resource pair / state()", 2, 0),
         ("library raw / bare handle pair", 3, 1),
         ("library resource / bare flat resource", 4, 2),
+        ("locked handle pair / bare handle pair", 5, 1),
+        ("library raw / locked handle pair", 3, 5),
     ] {
         let (median, low, high) = spread(ns.iter().map(|r| r[over] / r[under]).collect());
         println!("  {name:38} {median:5.3}  ({low:.3}-{high:.3})");

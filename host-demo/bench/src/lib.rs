@@ -2,7 +2,7 @@
 //! bench and the examples share.
 
 use tripgate_wasmtime::bindings::Tripgate;
-use tripgate_wasmtime::{wit, COMPONENT};
+use tripgate_wasmtime::{wit, Runtime, COMPONENT};
 use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Engine, Store};
 
@@ -18,10 +18,21 @@ pub struct Bare {
 }
 
 impl Bare {
+    /// The embedded component compiled anew for `engine` (to compare engine settings).
     pub fn new(engine: &Engine) -> Self {
-        let component = Component::new(engine, COMPONENT).unwrap();
+        Self::of(engine, &Component::new(engine, COMPONENT).unwrap())
+    }
+
+    /// Another instance of the component `runtime` compiled: the same machine code the
+    /// library runs, so that a comparison with the library is not also one of where two
+    /// compilations landed in memory.
+    pub fn sharing(runtime: &Runtime) -> Self {
+        Self::of(runtime.engine(), runtime.component())
+    }
+
+    fn of(engine: &Engine, component: &Component) -> Self {
         let mut store = Store::new(engine, ());
-        let tripgate = Tripgate::instantiate(&mut store, &component, &Linker::new(engine)).unwrap();
+        let tripgate = Tripgate::instantiate(&mut store, component, &Linker::new(engine)).unwrap();
         let api = tripgate.tripgate_breaker_circuit_breaker().breaker();
         let me = api
             .call_create(&mut store, &wit::Config::default(), 0)

@@ -179,6 +179,18 @@ impl Runtime {
         &self.shared.clock
     }
 
+    /// The engine the component was compiled with.
+    pub fn engine(&self) -> &Engine {
+        &self.shared.engine
+    }
+
+    /// The compiled component: a host that also drives the bare bindings
+    /// ([`bindings::Tripgate`]) beside the library instantiates it again without compiling
+    /// it again, and runs the same machine code.
+    pub fn component(&self) -> &Component {
+        self.shared.pre.instance_pre().component()
+    }
+
     /// A fresh instance of the component, for any number of breakers that share its
     /// memory and its lock.
     pub fn instantiate(&self) -> Result<Instance> {

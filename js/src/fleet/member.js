@@ -50,6 +50,8 @@ export class FleetMember extends EventEmitter {
   #reconcileQueued = false;
   #leaseQueued = false;
   #left = false;
+  /** Announcements queued or being published: the store's lease goes back only after them. */
+  #announcing = 0;
   /** The newest announcement the store could not take, retried once it is back. */
   #unsent = null;
   #counters = {
@@ -229,7 +231,16 @@ export class FleetMember extends EventEmitter {
     if (this.#left) return;
     try {
       const announcement = this.#breaker.fleetTakeAnnouncement();
-      if (announcement !== null) this.#run(() => this.#announce(announcement));
+      if (announcement !== null) {
+        this.#announcing++;
+        this.#run(async () => {
+          try {
+            await this.#announce(announcement);
+          } finally {
+            this.#announcing--;
+          }
+        });
+      }
       // After the announcement is published: until its event arrives, nobody else may
       // start a round.
       if (this.#leaseHeld) this.#run(() => this.#releaseIfEnded());
@@ -314,7 +325,8 @@ export class FleetMember extends EventEmitter {
     if (wasDown && this.#unsent !== null) {
       const unsent = this.#unsent;
       this.#unsent = null;
-      await this.#announce(unsent);
+      // Unless the fleet's events applied since have made it untrue.
+      if (this.#stillTrue(unsent)) await this.#announce(unsent);
     }
     this.#queueLease();
   }
@@ -433,7 +445,11 @@ export class FleetMember extends EventEmitter {
 
   async #renew(ms) {
     if (!this.#leaseHeld) return;
-    if (await this.#releaseIfEnded()) return;
+    if (!this.#breaker.fleetStatus().leaseHeld) {
+      // The round is over: never renewed again, given back after its announcement.
+      await this.#releaseIfEnded();
+      return;
+    }
     const renewed = Number(await this.#eval(RENEW_SCRIPT, this.#keys.lease, this.#id, ms));
     if (renewed === 1) {
       this.#breaker.fleetStore({ reachable: true, leaseMs: ms });
@@ -447,12 +463,12 @@ export class FleetMember extends EventEmitter {
 
   /**
    * Gives the store's lease back once the core holds it no longer: the round ended
-   * (announced or not), a fleet event ended it, or it ran out. Whether it did.
+   * (announced or not), a fleet event ended it, or it ran out. Not while an announcement
+   * is still to be published: the release queued after it does it then.
    */
   async #releaseIfEnded() {
-    if (!this.#leaseHeld || this.#breaker.fleetStatus().leaseHeld) return false;
+    if (!this.#leaseHeld || this.#announcing > 0 || this.#breaker.fleetStatus().leaseHeld) return;
     await this.#release();
-    return true;
   }
 
   async #release() {

@@ -67,6 +67,6 @@ export function parse(line, name, key) {
   return { event: { generation, kind, remainingMs, origin } };
 }
 
-// The Redis scripts, from wit/fleet/*.lua (each says its keys, arguments and reply), the
+// The Redis scripts, from core/redis/lua/*.lua (each says its keys, arguments and reply), the
 // same files the Rust adapter runs.
 export { RAISE_SCRIPT, RELEASE_SCRIPT, RENEW_SCRIPT, VOTE_SCRIPT } from '../../pkg/fleet/scripts.js';
