@@ -6,7 +6,7 @@
 //!
 //! Run: `cargo bench -p tripgate-wasmtime-bench --bench component`.
 
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,14 @@ use tripgate_wasmtime::wit::Outcome;
 use tripgate_wasmtime::{Breaker, Config, Runtime};
 use tripgate_wasmtime_bench::Bare;
 use wasmtime::Engine;
+
+/// The one compilation of the component that the bare bindings (default engine) and the
+/// library both run: a comparison of the two is then not also one of where two
+/// compilations of the same code landed in memory.
+fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| Runtime::new().expect("compile the component"))
+}
 
 fn library_pair(breaker: &Breaker) {
     if let Ok(permit) = breaker.acquire().unwrap().decision {
@@ -82,10 +90,10 @@ fn bare(c: &mut Criterion) {
         .wasm_backtrace_max_frames(None)
         .native_unwind_info(false);
     for (engine_name, engine) in [
-        ("default engine", Engine::default()),
+        ("default engine", None),
         (
             "no backtraces, no unwind info",
-            Engine::new(&tuned).unwrap(),
+            Some(Engine::new(&tuned).unwrap()),
         ),
     ] {
         let Bare {
@@ -93,7 +101,10 @@ fn bare(c: &mut Criterion) {
             tripgate,
             me,
             key,
-        } = Bare::new(&engine);
+        } = match &engine {
+            None => Bare::sharing(runtime()),
+            Some(engine) => Bare::new(engine),
+        };
         let hot = tripgate.tripgate_breaker_circuit_breaker();
         let api = hot.breaker();
         let store = &mut store;
@@ -146,7 +157,7 @@ fn bare(c: &mut Criterion) {
 }
 
 fn library(c: &mut Criterion) {
-    let runtime = Runtime::new().expect("compile the component");
+    let runtime = runtime();
     let config = Config::default();
     let breaker = runtime.breaker(&config).unwrap();
     let mut group = c.benchmark_group("host library");
