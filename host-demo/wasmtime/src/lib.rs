@@ -581,6 +581,7 @@ impl Breaker {
     }
 
     /// Admits a call or turns it away, at the clock's `now`.
+    #[inline]
     pub fn acquire(&self) -> Result<Admission> {
         let shared = &*self.shared;
         let now = shared.now();
@@ -608,6 +609,7 @@ impl Breaker {
 
     /// [`Self::acquire`] with a plain-number permit (see [`RawPermit`]): no resource to
     /// create and drop, and every result a single number across the boundary.
+    #[inline]
     pub fn acquire_raw(&self) -> Result<RawAdmission> {
         let shared = &*self.shared;
         let now = shared.now();
@@ -869,6 +871,7 @@ impl Permit {
 }
 
 /// Records `outcome` for the permit `resource` on `breaker`, at its clock's `now`.
+#[inline]
 fn deliver(breaker: &BreakerShared, resource: ResourceAny, outcome: Outcome) -> Result<Recorded> {
     breaker.judge(&outcome, |api, store, key, now| {
         api.call_record_flat(store, key, resource, outcome, now)
