@@ -58,6 +58,7 @@ extern crate std;
 
 mod table;
 
+mod call;
 mod classify;
 #[cfg(feature = "quanta")]
 mod coarse;
@@ -93,6 +94,7 @@ mod words;
 mod breaker;
 
 pub use breaker::{Admission, Breaker, Recorded, Verdict};
+pub use call::CallError;
 #[cfg(feature = "std")]
 pub use classify::error_outcome;
 pub use classify::{Classify, Status};

@@ -1,68 +1,12 @@
 //! The guarded call: acquire, run, classify, record, and a value to fall back on.
 
-use std::fmt;
 #[cfg(feature = "tokio")]
 use std::future::Future;
 use std::time::Duration;
 
-use tripgate_core::{Class, Classify, Clock, Outcome, Rejection};
+use tripgate_core::{CallError, Classify, Clock, Outcome};
 
 use crate::{Breaker, Permit};
-
-/// Why a guarded call gives no good value: fall back on it with `unwrap_or_else`.
-#[derive(Debug)]
-pub enum CallError<R> {
-    /// The breaker turned the call away; the closure did not run.
-    Rejected(Rejection),
-    /// The call ran and the breaker counted its result as a fault (a 503, a refused
-    /// connection, or a sync call that returned after its timeout). The result is here.
-    Failed(R),
-    /// The async call did not finish within its timeout and was dropped.
-    TimedOut(Duration),
-}
-
-impl<R> CallError<R> {
-    /// The rejection, if the call was turned away.
-    pub fn rejection(&self) -> Option<&Rejection> {
-        match self {
-            Self::Rejected(rejection) => Some(rejection),
-            _ => None,
-        }
-    }
-
-    /// How long to wait before trying again, if the call was turned away (0: no
-    /// estimate, as for an isolated breaker).
-    pub fn retry_after(&self) -> Option<Duration> {
-        self.rejection()
-            .map(|r| Duration::from_nanos(r.retry_after))
-    }
-}
-
-impl<R> fmt::Display for CallError<R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Rejected(r) => write!(
-                f,
-                "circuit breaker rejected the call ({}, {}); retry after {:?}",
-                r.state,
-                r.reason,
-                Duration::from_nanos(r.retry_after)
-            ),
-            Self::Failed(_) => f.write_str("the call failed"),
-            Self::TimedOut(limit) => write!(f, "the call timed out after {limit:?}"),
-        }
-    }
-}
-
-impl<R: fmt::Debug> std::error::Error for CallError<R> {}
-
-/// The result handed back, or the fault it was counted as.
-fn verdict<R>(class: Class, result: R) -> Result<R, CallError<R>> {
-    match class {
-        Class::Fault => Err(CallError::Failed(result)),
-        Class::Success | Class::Neutral => Ok(result),
-    }
-}
 
 impl<C: Clock> Breaker<C> {
     fn admit_call<R>(&self) -> Result<Permit<'_, C>, CallError<R>> {
@@ -100,7 +44,7 @@ impl<C: Clock> Breaker<C> {
         } else {
             classify(&result)
         };
-        verdict(permit.record(outcome).class, result)
+        CallError::verdict(permit.record(outcome).class, result)
     }
 
     /// Awaits `future` if the breaker admits it, for at most `timeout` (tokio's timer):
@@ -128,7 +72,7 @@ impl<C: Clock> Breaker<C> {
         match tokio::time::timeout(timeout, future).await {
             Ok(result) => {
                 let outcome = classify(&result);
-                verdict(permit.record(outcome).class, result)
+                CallError::verdict(permit.record(outcome).class, result)
             }
             Err(_) => {
                 permit.record(Outcome::Timeout);

@@ -55,8 +55,10 @@ pub mod tower;
 pub mod trace;
 
 pub use breaker::{Breaker, OwnedPermit, Permit};
-pub use call::CallError;
 pub use registry::Registry;
+/// Why a guarded call gives no good value: the core's, shared with every Rust host (the
+/// native breaker itself never fails, so its `Host` case is `Infallible` and needs no arm).
+pub use tripgate_core::CallError;
 pub use tripgate_core::{
     error_outcome, Class, Classify, Clock, CoarseClock, Config, ConfigError, FakeClock, GrpcSet,
     Metrics, Nanos, Outcome, QuantaClock, Reason, RejectReason, Rejection, SnapshotError, State,

@@ -1,13 +1,12 @@
 //! The guarded call: acquire, run, classify, record, and a value to fall back on.
 
-use std::fmt;
 #[cfg(feature = "tokio")]
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 use tripgate_core::Classify;
 
-use crate::{Breaker, Class, Outcome, Permit, Rejection};
+use crate::{Breaker, Outcome, Permit};
 
 /// The WIT's outcome for the core's: every Rust host classifies by the core's rules
 /// ([`Classify`], [`tripgate_core::error_outcome`]) and this host hands the result to the
@@ -28,55 +27,10 @@ impl From<tripgate_core::Outcome> for Outcome {
     }
 }
 
-/// Why a guarded call gives no good value: fall back on it with `unwrap_or_else`.
-#[derive(Debug)]
-pub enum CallError<R> {
-    /// The breaker turned the call away; the closure did not run.
-    Rejected(Rejection),
-    /// The call ran and the breaker counted its result as a fault (a 503, a refused
-    /// connection, or a sync call that returned after its timeout). The result is here.
-    Failed(R),
-    /// The async call did not finish within its timeout and was dropped.
-    TimedOut(Duration),
-    /// The component could not be called (never expected: the component does not trap
-    /// on input).
-    Host(anyhow::Error),
-}
-
-impl<R> CallError<R> {
-    /// The rejection, if the call was turned away.
-    pub fn rejection(&self) -> Option<&Rejection> {
-        match self {
-            Self::Rejected(rejection) => Some(rejection),
-            _ => None,
-        }
-    }
-}
-
-impl<R> fmt::Display for CallError<R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Rejected(r) => write!(
-                f,
-                "circuit breaker rejected the call ({}, {}); retry after {} ns",
-                r.state.name(),
-                r.reason.name(),
-                r.retry_after
-            ),
-            Self::Failed(_) => f.write_str("the call failed"),
-            Self::TimedOut(limit) => write!(f, "the call timed out after {limit:?}"),
-            Self::Host(e) => write!(f, "the breaker component failed: {e:#}"),
-        }
-    }
-}
-
-impl<R: fmt::Debug> std::error::Error for CallError<R> {}
-
-impl<R> From<anyhow::Error> for CallError<R> {
-    fn from(error: anyhow::Error) -> Self {
-        Self::Host(error)
-    }
-}
+/// Why a guarded call gives no good value: the core's, shared with every Rust host; its
+/// `Host` case carries the error of a component call that failed (never expected: the
+/// component does not trap on input).
+pub type CallError<R> = tripgate_core::CallError<R, anyhow::Error>;
 
 impl Breaker {
     fn admit<R>(&self) -> Result<Permit, CallError<R>> {
@@ -88,10 +42,7 @@ impl Breaker {
         outcome: impl Into<Outcome>,
         result: R,
     ) -> Result<R, CallError<R>> {
-        match permit.record(outcome)?.class {
-            Class::Fault => Err(CallError::Failed(result)),
-            Class::Success | Class::Neutral => Ok(result),
-        }
+        CallError::verdict(permit.record(outcome)?.class, result)
     }
 
     /// Runs `f` if the breaker admits it, records how its result [classifies](Classify),
