@@ -11,8 +11,8 @@ use crate::{Breaker, CoarseClock};
 /// clock. Each breaker has its own lock, so a hot upstream's breaker never waits on
 /// another's. `Send + Sync`; share it in an `Arc`. Look a breaker up once and keep the
 /// `Arc`: the lookup takes a read lock, the breaker's calls do not. With the feature
-/// `tracing`, its breakers emit `tracing` events for their transitions, named
-/// (see [`trace`](crate::trace)).
+/// `tracing`, its breakers emit `tracing` events for their transitions, named (see the
+/// `trace` module).
 pub struct Registry<C: Clock + Clone = CoarseClock> {
     clock: C,
     default: Config,
