@@ -100,6 +100,19 @@ pub struct Announcement {
     pub remaining: Nanos,
 }
 
+impl AnnouncementKind {
+    /// Whether an announcement of this kind still describes a breaker in `state`: a
+    /// `closed` while it is closed, the others while it is open. An adapter whose store
+    /// failed to take an announcement publishes it later only then (an event applied in
+    /// between may have made it untrue).
+    pub fn holds_in(self, state: State) -> bool {
+        match self {
+            Self::Closed => state == State::Closed,
+            Self::Tripped | Self::Reopened => state == State::Open,
+        }
+    }
+}
+
 /// A fleet member's state, for its adapter and its metrics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FleetStatus {

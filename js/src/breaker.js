@@ -69,6 +69,12 @@ onInstall((t) => {
 export const fleetTimings = Symbol('tripgate.fleetTimings');
 
 /**
+ * Whether a fleet announcement (`{ kind }`) still describes the breaker now: the core's
+ * rule, for an adapter that publishes one the store did not take. Off the public API.
+ */
+export const fleetAnnouncementHolds = Symbol('tripgate.fleetAnnouncementHolds');
+
+/**
  * A circuit breaker. See index.d.ts for the documented API.
  */
 export class CircuitBreaker {
@@ -396,6 +402,10 @@ export class CircuitBreaker {
 
   [fleetTimings]() {
     return { cooldownMs: this.#w.cooldown_ms(), probeTimeoutMs: this.#w.probe_timeout_ms() };
+  }
+
+  [fleetAnnouncementHolds](announcement) {
+    return this.#w.fleet_announcement_holds(ANNOUNCEMENT_KINDS.indexOf(announcement.kind), this.#now());
   }
 
   /** What the fleet must be told, taken once: `{ kind, remainingMs }`, or null. */

@@ -283,14 +283,11 @@ impl<M: Member> Task<M> {
         published
     }
 
-    /// Whether `announcement` still describes the breaker: closed for a `closed`, open
-    /// for the others (worth publishing after an outage).
+    /// Whether `announcement` still describes the breaker (the core's rule), so that it is
+    /// worth publishing after an outage.
     fn still_true(&self, announcement: Announcement) -> Result<bool, MemberGone> {
         let state = self.member.view().map_err(|_| MemberGone)?.state;
-        Ok(match announcement.kind {
-            AnnouncementKind::Closed => state == State::Closed,
-            AnnouncementKind::Tripped | AnnouncementKind::Reopened => state == State::Open,
-        })
+        Ok(announcement.kind.holds_in(state))
     }
 
     /// A local trip: vote, and open the fleet when the votes reach the quorum.

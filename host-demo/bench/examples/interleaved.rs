@@ -16,9 +16,10 @@ use std::time::Instant;
 use std::sync::Arc;
 
 use tripgate_core::{Clock, CoarseClock, Lock};
-use tripgate_wasmtime::wit::Outcome;
+use tripgate_wasmtime::wit::{Guest, Outcome};
 use tripgate_wasmtime::{Breaker, Config, Runtime};
 use tripgate_wasmtime_bench::Bare;
+use wasmtime::Store;
 
 fn main() {
     let rounds: usize = std::env::args()
@@ -67,32 +68,14 @@ fn main() {
                     );
                 }
                 5 => {
-                    let now = clock.now();
-                    let handle = {
-                        let mut bare = locked.lock();
-                        let Bare {
-                            store,
-                            tripgate,
-                            key,
-                            ..
-                        } = &mut *bare;
-                        let hot = tripgate.tripgate_breaker_circuit_breaker();
-                        hot.call_acquire_handle(&mut *store, *key, now).unwrap()
-                    };
+                    let handle = locked_call(&locked, &*clock, |hot, store, key, now| {
+                        hot.call_acquire_handle(store, key, now).unwrap()
+                    });
                     let handle = u32::try_from(handle).unwrap();
-                    let now = clock.now();
-                    let mut bare = locked.lock();
-                    let Bare {
-                        store,
-                        tripgate,
-                        key,
-                        ..
-                    } = &mut *bare;
-                    let hot = tripgate.tripgate_breaker_circuit_breaker();
-                    black_box(
-                        hot.call_record_handle(&mut *store, *key, handle, Outcome::Success, now)
-                            .unwrap(),
-                    );
+                    black_box(locked_call(&locked, &*clock, |hot, store, key, now| {
+                        hot.call_record_handle(store, key, handle, Outcome::Success, now)
+                            .unwrap()
+                    }));
                 }
                 3 => {
                     let permit = breaker.acquire_raw().unwrap().decision.unwrap();
@@ -151,6 +134,29 @@ fn main() {
         let (median, low, high) = spread(ns.iter().map(|r| r[over] / r[under]).collect());
         println!("  {name:38} {median:5.3}  ({low:.3}-{high:.3})");
     }
+}
+
+/// One bare keyed call as a thread-safe host makes it: the clock read, then the call
+/// with the store behind the lock.
+fn locked_call<T>(
+    locked: &Lock<Bare>,
+    clock: &dyn Clock,
+    call: impl FnOnce(&Guest, &mut Store<()>, u32, u64) -> T,
+) -> T {
+    let now = clock.now();
+    let mut bare = locked.lock();
+    let Bare {
+        store,
+        tripgate,
+        key,
+        ..
+    } = &mut *bare;
+    call(
+        tripgate.tripgate_breaker_circuit_breaker(),
+        store,
+        *key,
+        now,
+    )
 }
 
 fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {

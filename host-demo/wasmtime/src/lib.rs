@@ -407,18 +407,25 @@ impl BreakerShared {
             Some(Err(refusal)) => return Err(RecordError::of(refusal, outcome).into()),
             None => return Err(RecordError::Unexpected(code).into()),
         };
-        let transitions = if judged.transitions == 0 {
-            drop(guest);
-            Vec::new()
-        } else {
-            self.told(guest)?
-        };
+        let transitions = self.counted(guest, judged.transitions)?;
         Ok(Recorded {
             class: judged.class,
             slow: judged.slow,
             stale: judged.stale,
             transitions,
         })
+    }
+
+    /// The `count` transitions a hot-path call said it caused, with the guest released: in
+    /// the common case none, so no second call and no list.
+    #[inline]
+    fn counted(&self, guest: Guard<'_, Guest>, count: u8) -> Result<Vec<Transition>> {
+        if count == 0 {
+            drop(guest);
+            Ok(Vec::new())
+        } else {
+            self.told(guest)
+        }
     }
 
     /// The transitions a hot-path call said it counted, read in the same hold of the guest
@@ -595,12 +602,7 @@ impl Breaker {
             breaker: Arc::clone(&self.shared),
             resource: Some(resource),
         });
-        let transitions = if acquired.transitions == 0 {
-            drop(guest);
-            Vec::new()
-        } else {
-            shared.told(guest)?
-        };
+        let transitions = shared.counted(guest, acquired.transitions)?;
         Ok(Admission {
             decision: decision.map_err(|r| core_rejection(&r)),
             transitions,
@@ -634,12 +636,7 @@ impl Breaker {
                 ))
             }
         };
-        let transitions = if count == 0 {
-            drop(guest);
-            Vec::new()
-        } else {
-            shared.told(guest)?
-        };
+        let transitions = shared.counted(guest, count)?;
         Ok(RawAdmission {
             decision,
             transitions,

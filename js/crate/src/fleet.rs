@@ -81,6 +81,14 @@ impl Breaker {
         i32::from(announcement.kind.code())
     }
 
+    /// Whether an announcement of kind `kind` (its code) still describes the breaker at
+    /// `now_ms` (the core's rule): what an adapter checks before publishing one the store
+    /// did not take.
+    pub fn fleet_announcement_holds(&self, kind: u8, now_ms: f64) -> bool {
+        tripgate_core::AnnouncementKind::from_code(kind)
+            .is_some_and(|kind| kind.holds_in(self.core.state(self.now(now_ms))))
+    }
+
     /// The configured cooldown (ms): the fleet adapter trims votes to it.
     pub fn cooldown_ms(&self) -> f64 {
         ms(self.core.config().cooldown)

@@ -7,7 +7,7 @@
 
 import { EventEmitter, once } from 'node:events';
 import { randomBytes } from 'node:crypto';
-import { fleetTimings } from '../breaker.js';
+import { fleetAnnouncementHolds, fleetTimings } from '../breaker.js';
 import {
   RAISE_SCRIPT, RELEASE_SCRIPT, RENEW_SCRIPT, VOTE_SCRIPT, format, keys, parse,
 } from './wire.js';
@@ -376,10 +376,9 @@ export class FleetMember extends EventEmitter {
     }
   }
 
-  /** Whether an announcement still describes the breaker (worth sending after an outage). */
+  /** Whether an announcement still describes the breaker (the core's rule): worth sending after an outage. */
   #stillTrue(announcement) {
-    const state = this.#breaker.state;
-    return announcement.kind === 'closed' ? state === 'closed' : state === 'open';
+    return this.#breaker[fleetAnnouncementHolds](announcement);
   }
 
   /** Records this member's trip in the store and opens the fleet when the core says quorum. */
