@@ -11,16 +11,7 @@ cd "$ROOT"
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "toolchain: Rust 1.97.0 (rust-toolchain.toml) and its wasm targets"
-rustup toolchain install 1.97.0 --profile minimal -c rustfmt -c clippy >/dev/null 2>&1 || true
-rustup target add --toolchain 1.97.0 wasm32-wasip2 wasm32-unknown-unknown x86_64-unknown-none >/dev/null
-
-step "wasm-bindgen CLI 0.2.130 (the crate is pinned to it)"
-if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen 0.2.130" ]; then
-  # No --locked: its lock file names a crate release the registry here does not have.
-  # --debug: builds in half the time, and processing a 60 KB module still takes ~70 ms.
-  cargo install wasm-bindgen-cli --version 0.2.130 --debug
-fi
+bash tests/setup.sh
 
 step "core: builds for x86_64-unknown-none, a target with no std at all"
 cargo build -p tripgate-core --no-default-features --target x86_64-unknown-none --profile wasm
@@ -34,8 +25,8 @@ cargo build -p tripgate-component --target wasm32-wasip2 --profile component
 # reusing the demo's build (`cargo run --release -p host-demo`).
 # The thread-safe breaker (tripgate) links no wasmtime, so it belongs here: its tower,
 # hyper and tokio dev-dependencies then never touch the features the wasmtime build sees.
-step "Rust: the core (spec, no-heap, doctests), the vectors on the native core, the thread-safe breaker with its tower layer, the model proptests and the fuzz corpus replay"
-cargo test --release -p tripgate-core -p tripgate-vectors -p tripgate --all-features -p tripgate-fuzz
+step "Rust: the core (spec, no-heap, doctests), the host machinery, the vectors on the native core, the thread-safe breaker with its tower layer, the model proptests and the fuzz corpus replay"
+cargo test --release -p tripgate-core -p tripgate-host -p tripgate-vectors -p tripgate --all-features -p tripgate-fuzz
 
 # The JS package comes before the wasmtime invocation: it builds js/pkg and installs the
 # redis client, so the fleet demo's test there runs a mixed fleet of Rust and Node
@@ -56,6 +47,6 @@ bash js/scripts/test.sh || js_status=$?
 # rebuilt after `cargo run --release -p host-demo`). Its tests and the fleet demo's start
 # their own redis-server (Debian's package: apt-get install redis-server).
 step "Rust: the component in wasmtime (tripgate-wasmtime, with its metrics and tracing), the demo, the fleet adapter on a real redis-server, and the component fuzz corpus replay"
-TRIPGATE_FLEET_MIXED=1 cargo test --release -p tripgate-wasmtime -p host-demo -p tripgate-fuzz-component -p tripgate-redis --features tripgate-wasmtime/tokio,tripgate-wasmtime/prometheus,tripgate-wasmtime/tracing,tripgate-redis/native,tripgate-redis/server
+TRIPGATE_FLEET_MIXED=1 cargo test --release -p tripgate-wasmtime -p host-demo -p tripgate-fuzz-component -p tripgate-redis --features tripgate-wasmtime/tokio,tripgate-wasmtime/prometheus,tripgate-wasmtime/tracing,tripgate-redis/server
 
 exit "$js_status"

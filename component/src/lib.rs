@@ -36,8 +36,8 @@ use core::cell::{Cell, RefCell};
 
 use tripgate_core as core_api;
 use tripgate_core::{
-    Breaker, Field, GrpcCode, GrpcSet, HandleAdmission, HandleRecord, HttpStatus, Outcome,
-    OutcomeError, Permit, PermitTable, Refusal, Rule, StatusSet,
+    Breaker, Field, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, Permit, PermitTable,
+    Rule, StatusSet, Verdict,
 };
 
 wit_bindgen::generate!({
@@ -46,14 +46,14 @@ wit_bindgen::generate!({
     // `from_repr` on every enum the core keeps a table for: a core code becomes the WIT
     // case at that position, with no second table here.
     additional_type_attributes: {
-        "tripgate:breaker/circuit-breaker@0.2.0/state": [#[derive(strum::FromRepr)]],
-        "tripgate:breaker/circuit-breaker@0.2.0/reason": [#[derive(strum::FromRepr)]],
-        "tripgate:breaker/circuit-breaker@0.2.0/reject-reason": [#[derive(strum::FromRepr)]],
-        "tripgate:breaker/circuit-breaker@0.2.0/class": [#[derive(strum::FromRepr)]],
-        "tripgate:breaker/circuit-breaker@0.2.0/config-field": [#[derive(strum::FromRepr)]],
-        "tripgate:breaker/circuit-breaker@0.2.0/snapshot-error-kind": [#[derive(strum::FromRepr)]],
-        "tripgate:breaker/circuit-breaker@0.2.0/fleet-applied": [#[derive(strum::FromRepr)]],
-        "tripgate:breaker/circuit-breaker@0.2.0/announcement-kind": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.3.0/state": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.3.0/reason": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.3.0/reject-reason": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.3.0/class": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.3.0/config-field": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.3.0/snapshot-error-kind": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.3.0/fleet-applied": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.3.0/announcement-kind": [#[derive(strum::FromRepr)]],
     },
 });
 
@@ -125,30 +125,21 @@ impl wit::Guest for Component {
     type Breaker = BreakerResource;
     type Permit = PermitResource;
 
-    fn acquire_flat(key: u32, now: u64) -> Option<wit::Acquired> {
-        Some(KEYS.get(key)?.acquire_flat(now))
-    }
-
-    fn record_flat(key: u32, permit: wit::Permit, outcome: wit::Outcome, now: u64) -> i32 {
+    fn acquire_keyed(key: u32, now: u64) -> wit::KeyedAdmission {
         match KEYS.get(key) {
-            Some(held) => held.record_flat(permit, outcome, now),
-            // Dropping the permit releases it on its own breaker.
-            None => Refusal::UnknownBreaker.code(),
+            Some(held) => held.acquire_keyed(key, now),
+            None => wit::KeyedAdmission::UnknownKey,
         }
     }
 
-    fn acquire_handle(key: u32, now: u64) -> i64 {
-        KEYS.get(key)
-            .map_or(HandleAdmission::UNKNOWN_BREAKER, |held| {
-                held.acquire_handle(now)
-            })
-    }
-
-    fn record_handle(key: u32, handle: u32, outcome: wit::Outcome, now: u64) -> i32 {
-        KEYS.get(key)
-            .map_or(Refusal::UnknownBreaker.code(), |held| {
-                held.record_handle(handle, outcome, now)
-            })
+    fn record_keyed(
+        key: u32,
+        ticket: wit::Ticket,
+        outcome: wit::Outcome,
+        now: u64,
+    ) -> Result<wit::KeyedRecord, wit::RecordError> {
+        let held = KEYS.get(key).ok_or(wit::RecordError::UnknownKey)?;
+        held.record_keyed(key, ticket, core_outcome(outcome)?, now)
     }
 }
 
@@ -157,7 +148,7 @@ impl wit::Guest for Component {
 pub(crate) struct Held {
     core: RefCell<Breaker>,
     last: Cell<core_api::Transitions>,
-    /// The permits `acquire-handle` handed out, made on first use.
+    /// The permits `acquire-keyed` handed out as tickets, made on first use.
     handles: RefCell<Option<PermitTable>>,
 }
 
@@ -253,18 +244,18 @@ impl Held {
 
     /// One copy of the core's `record` for every permit kind and result shape.
     #[inline(never)]
-    fn record_core(&self, permit: Option<Permit>, outcome: Outcome, now: u64) -> HandleRecord {
+    fn record_core(&self, permit: Option<Permit>, outcome: Outcome, now: u64) -> Counted<Verdict> {
         let mut core = self.core.borrow_mut();
         let recorded = match permit {
             Some(permit) => core.record(permit, outcome, now),
             None => core.record_stale(outcome, now),
         };
-        HandleRecord {
+        let verdict = Verdict {
             class: recorded.class,
             slow: recorded.slow,
             stale: recorded.stale,
-            transitions: self.note(recorded.transitions),
-        }
+        };
+        (verdict, self.note(recorded.transitions))
     }
 
     /// The core permit a permit resource holds, checked against this breaker, with its
@@ -289,26 +280,11 @@ impl Held {
                 return Err(error);
             }
         };
-        let permit = held
-            .permit
-            .take()
-            .ok_or(wit::RecordError::MalformedPermit)?;
-        Ok((permit, outcome))
-    }
-
-    fn take_raw(
-        permit: wit::RawPermit,
-        outcome: wit::Outcome,
-    ) -> Result<(Permit, Outcome), wit::RecordError> {
-        let outcome = core_outcome(outcome)?;
-        let raw = core_api::RawPermit {
-            ticket: permit.ticket,
-            started: permit.started,
-        };
-        let permit = raw
-            .into_permit()
-            .map_err(|_| wit::RecordError::MalformedPermit)?;
-        Ok((permit, outcome))
+        match held.permit.take() {
+            Some(permit) => Ok((permit, outcome)),
+            // Never: a permit resource is consumed by the call that records it.
+            None => Err(wit::RecordError::ForeignPermit),
+        }
     }
 
     /// The listing form of a result: its transitions from `last`, when it counted any.
@@ -320,12 +296,12 @@ impl Held {
         }
     }
 
-    fn recorded(&self, judged: HandleRecord) -> wit::Recorded {
+    fn recorded(&self, (judged, count): Counted<Verdict>) -> wit::Recorded {
         wit::Recorded {
             class: case(wit::Class::from_repr, judged.class.code()),
             slow: judged.slow,
             stale: judged.stale,
-            transitions: self.listed(judged.transitions),
+            transitions: self.listed(count),
         }
     }
 
@@ -341,95 +317,92 @@ impl Held {
     }
 }
 
+/// A ticket: the breaker's key above its permit table's handle, so that a ticket given to
+/// another breaker of the instance (live, or made after this one was dropped: keys are
+/// never reused) names no permit there.
+fn ticket(key: u32, handle: u32) -> wit::Ticket {
+    u64::from(key) << 32 | u64::from(handle)
+}
+
 impl Held {
     /// Stores a permit in the handle table (made on first use); the permit back when
     /// 2^20 handles are out.
     fn store(&self, permit: Permit, now: u64) -> Result<u32, Permit> {
         let mut handles = self.handles.borrow_mut();
         let core = self.core.borrow();
-        let table = handles.get_or_insert_with(|| {
-            // Breakers of one instance start their counters apart, so a handle given to
-            // the wrong breaker most likely names nothing there.
-            let start = u32::try_from(core::ptr::from_ref(self) as usize).unwrap_or(0);
-            PermitTable::new(start.wrapping_mul(0x9E37_79B9), core.config().probe_timeout)
-        });
+        let table = handles.get_or_insert_with(|| PermitTable::new(0, core.config().probe_timeout));
         table.insert(
             permit,
             |p| core.holds(p, now),
             || (core.metrics(now).epoch, now),
         )
     }
-}
 
-fn raw(permit: Permit) -> wit::RawPermit {
-    let raw = permit.into_raw();
-    wit::RawPermit {
-        ticket: raw.ticket,
-        started: raw.started,
-    }
-}
-
-impl Held {
-    fn acquire_flat(self: &Rc<Self>, now: u64) -> wit::Acquired {
+    fn acquire_keyed(&self, key: u32, now: u64) -> wit::KeyedAdmission {
         let (decision, transitions) = self.acquire_core(now);
-        wit::Acquired {
-            decision: decision
-                .map(|permit| self.permit_resource(permit))
-                .map_err(rejection),
-            transitions,
-        }
-    }
-
-    fn record_flat(self: &Rc<Self>, permit: wit::Permit, outcome: wit::Outcome, now: u64) -> i32 {
-        match self.take(permit, outcome, now) {
-            Ok((permit, outcome)) => self.record_core(Some(permit), outcome, now).encode(),
-            Err(error) => refusal(&error).code(),
-        }
-    }
-
-    fn acquire_handle(&self, now: u64) -> i64 {
-        let (decision, transitions) = self.acquire_core(now);
-        let stored = decision.map(|permit| self.store(permit, now));
-        let admission = match stored {
-            Ok(Ok(handle)) => HandleAdmission::Admitted {
-                handle,
-                transitions,
-            },
-            Err(rejection) => HandleAdmission::Rejected {
-                rejection,
-                transitions,
-            },
-            Ok(Err(permit)) => {
-                // 2^20 handles out: hand the permit straight back, uncounted.
-                let more = self
-                    .record_core(Some(permit), Outcome::Ignored, now)
-                    .transitions;
-                let state = self.core.borrow().state(now);
-                HandleAdmission::Rejected {
-                    rejection: core_api::Rejection {
-                        state,
-                        reason: core_api::RejectReason::Saturated,
+        let rejection = match decision.map(|permit| (permit.is_probe(), self.store(permit, now))) {
+            Ok((probe, Ok(handle))) => {
+                let mut notes = if probe {
+                    wit::AdmissionNotes::PROBE
+                } else {
+                    wit::AdmissionNotes::empty()
+                };
+                if transitions > 0 {
+                    notes = notes | wit::AdmissionNotes::TRANSITIONED;
+                }
+                return wit::KeyedAdmission::Admitted(wit::Ticketed {
+                    ticket: ticket(key, handle),
+                    notes,
+                });
+            }
+            Err(rejection) => self::rejection(rejection),
+            Ok((_, Err(permit))) => {
+                // 2^20 tickets out: hand the permit straight back, uncounted.
+                let (_, more) = self.record_core(Some(permit), Outcome::Ignored, now);
+                return wit::KeyedAdmission::Rejected(wit::KeyedRejection {
+                    rejection: wit::Rejection {
+                        state: state(self.core.borrow().state(now)),
+                        reason: wit::RejectReason::Saturated,
                         retry_after: 0,
                     },
-                    transitions: transitions.saturating_add(more),
-                }
+                    transitioned: transitions.saturating_add(more) > 0,
+                });
             }
         };
-        admission.encode()
+        wit::KeyedAdmission::Rejected(wit::KeyedRejection {
+            rejection,
+            transitioned: transitions > 0,
+        })
     }
 
-    fn record_handle(&self, handle: u32, outcome: wit::Outcome, now: u64) -> i32 {
-        let outcome = match core_outcome(outcome) {
-            Ok(outcome) => outcome,
-            Err(error) => return refusal(&error).code(),
+    fn record_keyed(
+        &self,
+        key: u32,
+        ticket: wit::Ticket,
+        outcome: Outcome,
+        now: u64,
+    ) -> Result<wit::KeyedRecord, wit::RecordError> {
+        let permit = (ticket >> 32 == u64::from(key))
+            .then(|| u32::try_from(ticket & u64::from(u32::MAX)).ok())
+            .flatten()
+            .and_then(|handle| self.handles.borrow_mut().as_mut()?.take(handle));
+        // A ticket that names no permit out here records a stale outcome.
+        let (judged, transitions) = self.record_core(permit, outcome, now);
+        // A stale ticket's start may be gone with its table entry: never slow.
+        let mut notes = if judged.stale {
+            wit::OutcomeNotes::STALE
+        } else if judged.slow {
+            wit::OutcomeNotes::SLOW
+        } else {
+            wit::OutcomeNotes::empty()
         };
-        let permit = self
-            .handles
-            .borrow_mut()
-            .as_mut()
-            .and_then(|table| table.take(handle));
-        // A handle that names no permit out records a stale outcome.
-        self.record_core(permit, outcome, now).encode()
+        if transitions > 0 {
+            notes = notes | wit::OutcomeNotes::TRANSITIONED;
+        }
+        Ok(wit::KeyedRecord {
+            class: case(wit::Class::from_repr, judged.class.code()),
+            notes,
+        })
     }
 }
 
@@ -466,26 +439,6 @@ impl wit::GuestBreaker for BreakerResource {
         now: u64,
     ) -> Result<wit::Recorded, wit::RecordError> {
         let (permit, outcome) = self.0.take(permit, outcome, now)?;
-        Ok(self
-            .0
-            .recorded(self.0.record_core(Some(permit), outcome, now)))
-    }
-
-    fn acquire_raw(&self, now: u64) -> wit::RawAdmission {
-        let (decision, count) = self.0.acquire_core(now);
-        wit::RawAdmission {
-            decision: decision.map(raw).map_err(rejection),
-            transitions: self.0.listed(count),
-        }
-    }
-
-    fn record_raw(
-        &self,
-        permit: wit::RawPermit,
-        outcome: wit::Outcome,
-        now: u64,
-    ) -> Result<wit::Recorded, wit::RecordError> {
-        let (permit, outcome) = Held::take_raw(permit, outcome)?;
         Ok(self
             .0
             .recorded(self.0.record_core(Some(permit), outcome, now)))
@@ -683,16 +636,6 @@ fn core_outcome(outcome: wit::Outcome) -> Result<Outcome, wit::RecordError> {
         OutcomeError::Status(code) => wit::RecordError::InvalidStatus(code),
         OutcomeError::GrpcCode(code) => wit::RecordError::InvalidGrpcCode(code),
     })
-}
-
-/// A refused outcome as the scalar results number it.
-fn refusal(error: &wit::RecordError) -> Refusal {
-    match error {
-        wit::RecordError::InvalidStatus(_) => Refusal::InvalidStatus,
-        wit::RecordError::InvalidGrpcCode(_) => Refusal::InvalidGrpcCode,
-        wit::RecordError::ForeignPermit => Refusal::ForeignPermit,
-        wit::RecordError::MalformedPermit => Refusal::MalformedPermit,
-    }
 }
 
 // ---- translation: core to WIT ----

@@ -7,11 +7,13 @@
 
 use core::fmt;
 
-use crate::fleet::MAX_QUORUM;
 use crate::outcome::{GrpcSet, StatusSet};
 use crate::table::table;
 use crate::time::{Nanos, SECOND};
 use crate::words::Words;
+
+/// Most members a fleet quorum can count (and the largest `fleet-quorum`).
+pub const MAX_QUORUM: u8 = 16;
 
 /// Most buckets a time window may have.
 pub const MAX_BUCKETS: u8 = 64;

@@ -18,7 +18,6 @@
 //! compiler lists them); a family with a label of its own also needs an arm in
 //! [`Family::series_count`] and [`Series::label_value`].
 
-use crate::breaker::Breaker;
 use crate::fleet::FleetStatus;
 use crate::metrics::Metrics;
 use crate::outcome::Class;
@@ -102,18 +101,6 @@ pub struct Reading {
     pub metrics: Metrics,
     /// The fleet part (all zero outside fleet mode).
     pub fleet: FleetStatus,
-}
-
-impl Breaker {
-    /// [`metrics`](Self::metrics) and [`fleet_status`](Self::fleet_status) at `now`, for
-    /// the exposition: a host holding the breaker's lock takes both in one hold.
-    pub fn reading(&self, now: Nanos) -> Reading {
-        let metrics = self.metrics(now);
-        // The snapshot's effective state serves the fleet status too: one projection, so
-        // a reading costs one `metrics()` call and a few field reads.
-        let fleet = self.fleet_status_in(self.clock.peek(now), metrics.state);
-        Reading { metrics, fleet }
-    }
 }
 
 impl Family {
@@ -349,6 +336,7 @@ mod tests {
     )]
     extern crate std;
     use super::*;
+    use crate::Breaker;
     use std::vec::Vec;
 
     #[test]

@@ -4,8 +4,9 @@
 //! The core's plain-number permit is two `u64`s (ticket and start instant): more than one
 //! JS number holds, and more than one WebAssembly scalar. A host keeps the outstanding
 //! permits here instead and hands out a *handle*: `counter << 1 | probe`, below 2³⁰, so
-//! it is a V8 small integer (a Smi even with pointer compression) and one `u32` across the
-//! component boundary. The JS package and the component's scalar path share this table.
+//! it is a V8 small integer (a Smi even with pointer compression) and fits in a `u32`.
+//! The JS package and the component's keyed hot path (whose tickets carry a handle below
+//! the breaker's key) share this table.
 //!
 //! ## How long a number stays unique
 //!
@@ -33,10 +34,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::outcome::{Class, OutcomeError};
 use crate::permit::{Permit, RawPermit};
-use crate::rejection::{RejectReason, Rejection};
-use crate::state::State;
 use crate::time::Nanos;
 
 /// Bits of a handle: below 2³⁰, a small integer on every V8 build.
@@ -205,6 +203,10 @@ impl PermitTable {
     /// already, dropped, or never issued).
     #[inline]
     pub fn take(&mut self, handle: u32) -> Option<Permit> {
+        // No handle reaches 2³⁰; a vacant place holds `EMPTY`, which must match nothing.
+        if handle >= HANDLE_LIMIT {
+            return None;
+        }
         let mask = self.entries.len().checked_sub(1)?;
         let entry = self.entries.get_mut(place(handle >> 1, mask))?;
         if entry.handle != handle {
@@ -219,194 +221,6 @@ impl PermitTable {
 /// The place of a counter value in a table of `mask + 1` places.
 fn place(counter: u32, mask: usize) -> usize {
     usize::try_from(counter).unwrap_or(usize::MAX) & mask
-}
-
-/// The key the component's `breaker.key()` gives a breaker it cannot file (2^20 alive in
-/// the instance, or every slot retired): it names no breaker, so the keyed hot path
-/// answers "unknown" for it (wit/breaker.wit).
-pub const NO_KEY: u32 = u32::MAX;
-
-/// Why an outcome recorded in scalar form was refused (nothing was counted).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
-    /// An HTTP status outside 100–599 (code -1).
-    InvalidStatus,
-    /// A gRPC code above 16 (code -2).
-    InvalidGrpcCode,
-    /// A permit of another breaker (code -3).
-    ForeignPermit,
-    /// A permit recorded already (code -4).
-    MalformedPermit,
-    /// A key that names no breaker of the instance (code -5): the keyed hot path's.
-    UnknownBreaker,
-}
-
-impl Refusal {
-    const ALL: [Self; 5] = [
-        Self::InvalidStatus,
-        Self::InvalidGrpcCode,
-        Self::ForeignPermit,
-        Self::MalformedPermit,
-        Self::UnknownBreaker,
-    ];
-
-    /// The refusal as the scalar result carries it: -1 to -5.
-    pub fn code(self) -> i32 {
-        match self {
-            Self::InvalidStatus => -1,
-            Self::InvalidGrpcCode => -2,
-            Self::ForeignPermit => -3,
-            Self::MalformedPermit => -4,
-            Self::UnknownBreaker => -5,
-        }
-    }
-
-    /// The refusal an outcome error is.
-    pub fn of(error: OutcomeError) -> Self {
-        match error {
-            OutcomeError::Status(_) => Self::InvalidStatus,
-            OutcomeError::GrpcCode(_) => Self::InvalidGrpcCode,
-        }
-    }
-}
-
-/// What a host that passes one number per call reports for an `acquire` with a handle:
-/// the whole admission in one `i64` ([`Self::encode`]), so a WebAssembly call returns a
-/// scalar. The layout is the WIT's `acquire-handle`:
-///
-/// - admitted: the handle (bit 0 set for a probe) plus `transitions << 30`;
-/// - rejected: `-(1 + r)`, where `r` is the reason's code | the state's code `<< 3` |
-///   `transitions << 6` | retry-after in ns (saturated below 2⁵⁵) `<< 8`.
-///
-/// `transitions` is how many transitions the call caused (at most three).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HandleAdmission {
-    /// A permit, stored under this handle.
-    Admitted {
-        /// The handle (below 2³⁰; bit 0 set for a probe).
-        handle: u32,
-        /// Transitions the call caused.
-        transitions: u8,
-    },
-    /// Turned away.
-    Rejected {
-        /// Why, and when to come back.
-        rejection: Rejection,
-        /// Transitions the call caused.
-        transitions: u8,
-    },
-}
-
-const RETRY_LIMIT: u64 = (1 << 55) - 1;
-
-impl HandleAdmission {
-    /// What the keyed `acquire-handle` answers for a key that names no breaker: -2⁶³,
-    /// which no admission encodes (its reason bits are 7), so [`Self::decode`] gives
-    /// `None`.
-    pub const UNKNOWN_BREAKER: i64 = i64::MIN;
-
-    /// The admission as one number.
-    pub fn encode(self) -> i64 {
-        let count = |t: u8| u64::from(t.min(3));
-        match self {
-            Self::Admitted {
-                handle,
-                transitions,
-            } => {
-                let value = u64::from(handle & (HANDLE_LIMIT - 1)) | count(transitions) << 30;
-                i64::try_from(value).unwrap_or(i64::MAX)
-            }
-            Self::Rejected {
-                rejection,
-                transitions,
-            } => {
-                let r = u64::from(rejection.reason.code())
-                    | u64::from(rejection.state.code()) << 3
-                    | count(transitions) << 6
-                    | rejection.retry_after.min(RETRY_LIMIT) << 8;
-                // `r` is below 2⁶³, so `-1 - r` is a valid negative `i64`.
-                i64::try_from(r).map_or(i64::MIN, |r| (-1i64).saturating_sub(r))
-            }
-        }
-    }
-
-    /// The admission a number encodes; `None` for a number no encoding produces.
-    #[inline]
-    pub fn decode(value: i64) -> Option<Self> {
-        let count = |bits: u64| u8::try_from(bits & 3).unwrap_or(0);
-        if value >= 0 {
-            let value = u64::try_from(value).ok()?;
-            if value >> 32 != 0 {
-                return None;
-            }
-            return Some(Self::Admitted {
-                handle: u32::try_from(value & u64::from(HANDLE_LIMIT - 1)).ok()?,
-                transitions: count(value >> 30),
-            });
-        }
-        let r = u64::try_from((-1i64).saturating_sub(value)).ok()?;
-        let code = |bits: u64| u8::try_from(bits & 7).ok();
-        Some(Self::Rejected {
-            rejection: Rejection {
-                reason: RejectReason::from_code(code(r)?)?,
-                state: State::from_code(code(r >> 3)?)?,
-                retry_after: r >> 8,
-            },
-            transitions: count(r >> 6),
-        })
-    }
-}
-
-/// What recording a handle's outcome did, in one `i32` ([`Self::encode`]; the WIT's
-/// `record-handle` and `record-flat`): the class's code | slow `<< 2` | stale `<< 3` |
-/// transitions `<< 4`; a refused outcome is a negative [`Refusal::code`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HandleRecord {
-    /// How the outcome was classified.
-    pub class: Class,
-    /// A success slower than `slow-call-duration`.
-    pub slow: bool,
-    /// The permit was stale, or the handle named no permit out: nothing was counted.
-    pub stale: bool,
-    /// Transitions the call caused.
-    pub transitions: u8,
-}
-
-impl HandleRecord {
-    /// The record as one number (never negative).
-    pub fn encode(self) -> i32 {
-        i32::from(self.class.code())
-            | i32::from(self.slow) << 2
-            | i32::from(self.stale) << 3
-            | i32::from(self.transitions.min(3)) << 4
-    }
-
-    /// The record or refusal a number encodes; `None` for a number no encoding produces.
-    #[inline]
-    pub fn decode_result(value: i32) -> Option<Result<Self, Refusal>> {
-        if value < 0 {
-            return Refusal::ALL
-                .into_iter()
-                .find(|r| r.code() == value)
-                .map(Err);
-        }
-        Self::decode(value).map(Ok)
-    }
-
-    /// The record a number encodes; `None` for a number no encoding produces.
-    #[inline]
-    pub fn decode(value: i32) -> Option<Self> {
-        if !(0..64).contains(&value) {
-            return None;
-        }
-        let bits = u8::try_from(value).ok()?;
-        Some(Self {
-            class: Class::from_code(bits & 3)?,
-            slow: bits & 4 != 0,
-            stale: bits & 8 != 0,
-            transitions: bits >> 4,
-        })
-    }
 }
 
 #[cfg(test)]
@@ -425,58 +239,21 @@ mod tests {
         core.acquire(now).decision.expect("admitted")
     }
 
+    /// A vacant place holds no handle: a number no permit has (`u32::MAX` among them)
+    /// takes nothing and leaves the count of permits out alone.
     #[test]
-    fn scalar_forms_round_trip() {
-        for transitions in 0..=3 {
-            for handle in [0, 1, 42, HANDLE_LIMIT - 1] {
-                let a = HandleAdmission::Admitted {
-                    handle,
-                    transitions,
-                };
-                assert!(a.encode() >= 0);
-                assert_eq!(HandleAdmission::decode(a.encode()), Some(a));
-            }
-            for reason in RejectReason::ALL {
-                for state in State::ALL {
-                    for retry_after in [0, 1, 15_000_000_000, RETRY_LIMIT] {
-                        let a = HandleAdmission::Rejected {
-                            rejection: Rejection {
-                                state: *state,
-                                reason: *reason,
-                                retry_after,
-                            },
-                            transitions,
-                        };
-                        assert!(a.encode() < 0);
-                        assert_eq!(HandleAdmission::decode(a.encode()), Some(a));
-                    }
-                }
-            }
-            for class in Class::ALL {
-                for (slow, stale) in [(false, false), (true, false), (false, true)] {
-                    let r = HandleRecord {
-                        class: *class,
-                        slow,
-                        stale,
-                        transitions,
-                    };
-                    assert_eq!(HandleRecord::decode(r.encode()), Some(r));
-                }
-            }
+    fn numbers_no_permit_has_take_nothing() {
+        let mut core = Breaker::new(Config::default(), 0).unwrap();
+        let mut permits = PermitTable::new(0, 1);
+        let handle = permits
+            .insert(admit(&mut core, 0), |_| true, || (0, 0))
+            .unwrap();
+        for forged in [u32::MAX, HANDLE_LIMIT, HANDLE_LIMIT + 2, 2, 3, 12_345] {
+            assert!(permits.take(forged).is_none(), "{forged}");
+            assert_eq!(permits.live(), 1, "{forged}");
         }
-        assert_eq!(HandleAdmission::decode(1 << 40), None);
-        assert_eq!(
-            HandleAdmission::decode(HandleAdmission::UNKNOWN_BREAKER),
-            None
-        );
-        assert_eq!(HandleRecord::decode(-1), None);
-        for refusal in Refusal::ALL {
-            assert_eq!(
-                HandleRecord::decode_result(refusal.code()),
-                Some(Err(refusal))
-            );
-        }
-        assert_eq!(HandleRecord::decode_result(-6), None);
+        assert!(permits.take(handle).is_some());
+        assert_eq!(permits.live(), 0);
     }
 
     #[test]

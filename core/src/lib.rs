@@ -1,8 +1,7 @@
 //! # tripgate-core
 //!
 //! A circuit breaker as a pure state machine: no clock, no allocation, no I/O, no
-//! `unsafe` (only the `std` feature's `Lock` for the thread-safe hosts has any), no
-//! panics. Every operation takes `now`, nanoseconds on the host's monotonic
+//! `unsafe`, no panics. Every operation takes `now`, nanoseconds on the host's monotonic
 //! clock, so the same breaker runs unchanged inside a WebAssembly component, a wasmtime
 //! host, a JS package or a test with a fake clock, and gives the same decisions in each.
 //!
@@ -37,8 +36,7 @@
 //! `tests/spec.rs`.
 
 #![no_std]
-#![cfg_attr(not(feature = "std"), forbid(unsafe_code))]
-#![cfg_attr(feature = "std", deny(unsafe_code))]
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![deny(
     clippy::unwrap_used,
@@ -53,15 +51,9 @@
 
 #[cfg(feature = "alloc")]
 extern crate alloc;
-#[cfg(feature = "std")]
-extern crate std;
 
 mod table;
 
-mod call;
-mod classify;
-#[cfg(feature = "quanta")]
-mod coarse;
 mod codec;
 mod config;
 pub mod exposition;
@@ -69,24 +61,15 @@ mod fleet;
 #[cfg(feature = "alloc")]
 mod handles;
 mod inflight;
-#[cfg(feature = "std")]
-mod listener;
-#[cfg(feature = "std")]
-#[allow(unsafe_code)]
-pub mod lock;
 mod metrics;
 mod outcome;
 mod permit;
 mod phase;
 mod probes;
-#[cfg(feature = "prometheus")]
-pub mod prometheus;
 mod rejection;
 mod snapshot;
 mod state;
 mod time;
-#[cfg(feature = "tracing")]
-pub mod trace;
 mod transition;
 mod window;
 mod words;
@@ -94,29 +77,15 @@ mod words;
 mod breaker;
 
 pub use breaker::{Admission, Breaker, Recorded, Verdict};
-pub use call::CallError;
-#[cfg(feature = "std")]
-pub use classify::error_outcome;
-pub use classify::{Classify, Status};
-#[cfg(feature = "quanta")]
-pub use coarse::{CoarseClock, QuantaClock, COARSE_TICK};
 pub use config::{
     Config, ConfigError, Field, FieldKind, Rule, MAX_BACKOFF_FACTOR, MAX_BUCKETS, MAX_PROBES,
-    MAX_WINDOW_CALLS,
+    MAX_QUORUM, MAX_WINDOW_CALLS,
 };
 pub use fleet::{
     Announcement, AnnouncementKind, FleetApplied, FleetEvent, FleetEventKind, FleetStatus,
-    MAX_QUORUM,
 };
 #[cfg(feature = "alloc")]
-pub use handles::{
-    HandleAdmission, HandleRecord, PermitTable, Refusal, HANDLE_BITS, HANDLE_LIMIT,
-    MAX_OUTSTANDING, NO_KEY,
-};
-#[cfg(feature = "std")]
-pub use listener::{Listener, ListenerSlot};
-#[cfg(feature = "std")]
-pub use lock::Lock;
+pub use handles::{PermitTable, HANDLE_BITS, HANDLE_LIMIT, MAX_OUTSTANDING};
 pub use metrics::{Metrics, REJECT_REASONS};
 pub use outcome::{
     Class, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, OutcomeKind, StatusSet,
@@ -125,11 +94,14 @@ pub use permit::{MalformedPermit, Permit, RawPermit};
 pub use rejection::{RejectReason, Rejection};
 pub use snapshot::{SnapshotError, SnapshotErrorKind, MAX_EXPORT_LEN, MAX_IMPORT_EPOCH};
 pub use state::State;
-#[cfg(feature = "std")]
-pub use time::MonotonicClock;
-pub use time::{Clock, FakeClock, Nanos, MILLISECOND, SECOND};
+pub use time::{Nanos, MILLISECOND, SECOND};
 pub use transition::{
     Reason, Route, Transition, Transitions, MAX_TRANSITIONS, ROUTES, ROUTE_COUNT,
 };
 pub use window::Tally;
 pub use words::Words;
+
+/// The key the component's `breaker.key()` gives a breaker it cannot file (2²⁰ alive in
+/// the instance, or every slot retired): it names no breaker, so the keyed hot path
+/// answers "unknown" for it (`wit/breaker.wit`).
+pub const NO_KEY: u32 = u32::MAX;

@@ -26,17 +26,10 @@
 
 use core::fmt;
 
-use crate::breaker::Breaker;
-use crate::codec::{Invalid, Reader, Writer};
-use crate::inflight::InFlight;
-use crate::metrics::{count_route, Stats};
+use crate::codec::{Invalid, Writer};
 use crate::permit::MAX_EPOCH;
-use crate::phase::Phase;
-use crate::probes::Probes;
-use crate::state::State;
 use crate::table::table;
 use crate::time::{since, Nanos, HALF_CIRCLE};
-use crate::transition::{Reason, Transition};
 use crate::window::Window;
 use crate::words::Words;
 
@@ -49,14 +42,14 @@ pub const MAX_EXPORT_LEN: usize = 1184;
 /// its next transitions would overflow the ticket and make every permit stale).
 pub const MAX_IMPORT_EPOCH: u64 = MAX_EPOCH >> 1;
 
-const MAGIC: [u8; 3] = *b"TGB";
+pub(crate) const MAGIC: [u8; 3] = *b"TGB";
 /// 3: the transition counters by route follow the lifetime counters.
-const VERSION: u8 = 3;
+pub(crate) const VERSION: u8 = 3;
 /// Version 2 had no route counters.
-const VERSION_NO_ROUTES: u8 = 2;
+pub(crate) const VERSION_NO_ROUTES: u8 = 2;
 /// Version 1 counted four rejection reasons (before `probing-elsewhere`) and no routes;
 /// its states still import, with no rejections of the fifth.
-const VERSION_4_REASONS: u8 = 1;
+pub(crate) const VERSION_4_REASONS: u8 = 1;
 
 /// Why an export or import failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -166,7 +159,7 @@ impl fmt::Display for SnapshotError {
 
 impl core::error::Error for SnapshotError {}
 
-fn decode<T>(
+pub(crate) fn decode<T>(
     from_code: fn(u8) -> Option<T>,
     code: u8,
     what: &'static str,
@@ -175,7 +168,7 @@ fn decode<T>(
 }
 
 /// The window's shape, which export and import must agree on.
-fn shape(window: &Window, out: &mut Writer<'_>) {
+pub(crate) fn shape(window: &Window, out: &mut Writer<'_>) {
     match window {
         Window::Time(w) => {
             out.u8(0);
@@ -193,241 +186,12 @@ fn shape(window: &Window, out: &mut Writer<'_>) {
 /// Time from `instant` to `now` as the bytes store it. A span of half the circle (292
 /// years) or more cannot be told from an instant after `now`, so it is stored as the
 /// longest span there is: long enough for every cooldown and window, and importable.
-fn age(now: Nanos, instant: Nanos) -> Nanos {
+pub(crate) fn age(now: Nanos, instant: Nanos) -> Nanos {
     since(now, instant).min(HALF_CIRCLE - 1)
 }
 
 /// An age plus the time in transit, bounded the same way (an absurd `elapsed` means
 /// "long ago", never an instant after the import).
-fn age_plus(age: Nanos, elapsed: Nanos) -> Nanos {
+pub(crate) fn age_plus(age: Nanos, elapsed: Nanos) -> Nanos {
     age.saturating_add(elapsed).min(HALF_CIRCLE - 1)
-}
-
-impl Breaker {
-    /// Writes the state as of `now` into `out`; returns the bytes written. A buffer of
-    /// [`MAX_EXPORT_LEN`] bytes always suffices.
-    ///
-    /// ```
-    /// use tripgate_core::{Breaker, Config, Outcome, State, MAX_EXPORT_LEN, SECOND};
-    ///
-    /// let mut old = Breaker::new(Config::default(), 0).unwrap();
-    /// for _ in 0..5 {
-    ///     let permit = old.acquire(0).decision.unwrap();
-    ///     old.record(permit, Outcome::Timeout, 0); // trips: open for 15 s
-    /// }
-    /// let mut bytes = [0u8; MAX_EXPORT_LEN];
-    /// let len = old.export(10 * SECOND, &mut bytes).unwrap();
-    ///
-    /// // A new process whose clock reads 3 s, one second after the export.
-    /// let mut new = Breaker::new(Config::default(), 3 * SECOND).unwrap();
-    /// new.import(&bytes[..len], SECOND, 3 * SECOND).unwrap();
-    /// assert_eq!(new.state(3 * SECOND), State::Open);
-    /// assert_eq!(new.metrics(3 * SECOND).cooldown_remaining, 4 * SECOND);
-    /// assert!(new.import(&bytes[..len - 1], 0, 3 * SECOND).is_err()); // truncated
-    /// ```
-    pub fn export(&self, now: Nanos, out: &mut [u8]) -> Result<usize, SnapshotError> {
-        let now = self.clock.peek(now);
-        // The phase goes out as it is, not as time has moved it: a transition that has
-        // fallen due is made, and reported, by the importer's next call, as it would have
-        // been here.
-        let (mut phase, mut stats) = (self.phase, self.stats);
-        let mut probes = self.probes.clone();
-        // Probes still at the upstream (of this round or lingering) belong to the dead
-        // instance; the importer must not send new ones before they would time out.
-        let newest_out = self.probes.newest_out(now, self.config.probe_timeout);
-        let projection = self.projected(now);
-        if projection.probe_timeouts > 0 {
-            // Except a probe timeout: it counts a fault and backs off, which the importer
-            // could not redo without the probes, so it is made here.
-            phase = projection.phase;
-            stats.last = projection.last;
-            stats.transitions = stats.transitions.saturating_add(projection.transitions);
-            projection.add_routes(&mut stats.routes);
-            stats.faults = stats.faults.saturating_add(projection.probe_timeouts);
-            probes = Probes::new();
-        }
-        if let (State::Open, Some(newest)) = (phase.state, newest_out) {
-            // Open a little longer if a probe of the dead instance could outlast the
-            // cooldown (a cooldown shorter than a call).
-            let until_timeout = self.config.probe_timeout.saturating_sub(since(now, newest));
-            if until_timeout > phase.remaining(now) {
-                phase.open_for = since(now, phase.entered_at).saturating_add(until_timeout);
-            }
-        }
-        if phase.state == State::HalfOpen {
-            if let Some(newest) = newest_out {
-                // Probes out belong to the dead instance: wait until they would time out.
-                let wait = self
-                    .config
-                    .probe_timeout
-                    .saturating_sub(since(now, newest))
-                    .max(1);
-                let restored = phase.open_exactly(now, wait, Reason::Restored);
-                stats.last = Some(restored);
-                stats.transitions = stats.transitions.saturating_add(1);
-                count_route(&mut stats.routes, restored.route());
-                probes = Probes::new();
-            }
-        }
-
-        let mut w = Writer::new(out);
-        w.bytes(&MAGIC);
-        w.u8(VERSION);
-        shape(&self.window, &mut w);
-        w.u8(phase.state.code());
-        w.u64(phase.epoch);
-        w.u64(age(now, phase.entered_at));
-        w.u64(phase.open_for);
-        w.u64(phase.cooldown);
-        w.u64(phase.rng);
-        w.u32(probes.successes);
-        w.u32(probes.judged);
-        w.u64(stats.admitted);
-        w.u64s(&stats.rejected);
-        w.u64s(&[
-            stats.successes,
-            stats.faults,
-            stats.stale,
-            stats.transitions,
-        ]);
-        w.u64s(&stats.routes);
-        match stats.last {
-            Some(t) => {
-                w.u8(1);
-                w.u8(t.from.code());
-                w.u8(t.to.code());
-                w.u8(t.reason.code());
-                w.u64(age(now, t.at));
-                w.u64(t.epoch);
-            }
-            None => w.u8(0),
-        }
-        self.window.encode(&mut w, now);
-        w.seal().ok_or(SnapshotError::BufferTooSmall)
-    }
-
-    /// Replaces the state with one exported `elapsed` nanoseconds ago (by the exporter's
-    /// reckoning), as of `now`. On error nothing changes. A breaker that has issued
-    /// permits or left epoch 0 starts an epoch past both its own and the imported one, so
-    /// none of its permits can count against the imported state, through any number of
-    /// imports; a fresh breaker takes the state exactly. Epochs above [`MAX_IMPORT_EPOCH`] are refused, and so are ages of 2⁶³ ns
-    /// or more (instants after the export).
-    pub fn import(
-        &mut self,
-        bytes: &[u8],
-        elapsed: Nanos,
-        now: Nanos,
-    ) -> Result<(), SnapshotError> {
-        let now = self.clock.peek(now);
-        let (mut r, intact) = Reader::open(bytes)?;
-        if r.take::<3>().map_err(|_| SnapshotError::NotAState)? != MAGIC {
-            return Err(SnapshotError::NotAState);
-        }
-        let version = r.u8()?;
-        if !matches!(version, VERSION | VERSION_NO_ROUTES | VERSION_4_REASONS) {
-            return Err(SnapshotError::UnsupportedVersion(version));
-        }
-        if !intact {
-            return Err(SnapshotError::Checksum);
-        }
-        let mut expected = [0u8; 11];
-        let mut shape_out = Writer::new(&mut expected);
-        shape(&self.window, &mut shape_out);
-        if r.take::<11>()? != expected {
-            return Err(SnapshotError::WindowShape);
-        }
-
-        // Instants are rebuilt as `now - (age + elapsed)` on our clock. An age of half the
-        // circle or more would be an instant after the export: no exporter writes one
-        // (see `age`).
-        let at_age = |age: Nanos| {
-            if age >= HALF_CIRCLE {
-                return Err(SnapshotError::Corrupt("age"));
-            }
-            Ok(now.wrapping_sub(age_plus(age, elapsed)))
-        };
-        let state = decode(State::from_code, r.u8()?, "state")?;
-        let epoch = r.u64()?;
-        if epoch > MAX_IMPORT_EPOCH {
-            return Err(SnapshotError::Corrupt("epoch"));
-        }
-        let mut phase = Phase {
-            state,
-            epoch,
-            entered_at: at_age(r.u64()?)?,
-            open_for: r.u64()?,
-            cooldown: r.u64()?,
-            rng: r.u64()?,
-        };
-        if phase.open_for == 0 || phase.cooldown == 0 {
-            return Err(SnapshotError::Corrupt("cooldown"));
-        }
-        let mut probes = Probes::new();
-        probes.successes = r.u32()?;
-        probes.judged = r.u32()?;
-        if probes.successes > probes.judged || (state != State::HalfOpen && probes.judged != 0) {
-            return Err(SnapshotError::Corrupt("probe counts"));
-        }
-        let mut stats = Stats {
-            admitted: r.u64()?,
-            ..Stats::default()
-        };
-        let reasons = if version == VERSION_4_REASONS {
-            4
-        } else {
-            stats.rejected.len()
-        };
-        for counter in stats.rejected.iter_mut().take(reasons) {
-            *counter = r.u64()?;
-        }
-        stats.successes = r.u64()?;
-        stats.faults = r.u64()?;
-        stats.stale = r.u64()?;
-        stats.transitions = r.u64()?;
-        if version == VERSION {
-            r.u64s(&mut stats.routes)?;
-        }
-        stats.last = match r.u8()? {
-            0 => None,
-            1 => Some(Transition {
-                from: decode(State::from_code, r.u8()?, "last transition")?,
-                to: decode(State::from_code, r.u8()?, "last transition")?,
-                reason: decode(Reason::from_code, r.u8()?, "last transition")?,
-                at: at_age(r.u64()?)?,
-                epoch: r.u64()?,
-            }),
-            _ => return Err(SnapshotError::Corrupt("last transition")),
-        };
-        if stats.last.is_some_and(|t| t.epoch > epoch) {
-            return Err(SnapshotError::Corrupt("last transition"));
-        }
-        let window = self.window.decode(&mut r, now, elapsed)?;
-        if !r.is_empty() {
-            return Err(SnapshotError::TrailingBytes);
-        }
-
-        let mut clock = self.clock;
-        clock.observe(now);
-        // Whether this breaker may have issued permits: it admitted calls, or it has left
-        // epoch 0 (by a transition, or by an earlier import, which also replaced the
-        // `admitted` counter).
-        if self.stats.admitted > 0 || self.phase.epoch > 0 {
-            // Permits this breaker issued must not count against the imported state:
-            // start an epoch past both, so every one of them is stale.
-            phase.epoch = phase.epoch.max(self.phase.epoch).saturating_add(1);
-        }
-        *self = Breaker {
-            config: self.config,
-            clock,
-            phase,
-            window,
-            in_flight: InFlight::new(self.config.slow_call_duration, now),
-            probes,
-            stats,
-            // Fleet membership belongs to the process, not to the state: the adapter
-            // reconciles the imported breaker with the store.
-            fleet: self.fleet.clone(),
-        };
-        Ok(())
-    }
 }

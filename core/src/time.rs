@@ -15,10 +15,7 @@
 //!   as the latest one: it is not observed, so it can neither produce a negative elapsed
 //!   time nor freeze the breaker at the far end of time.
 //!
-//! [`Clock`] is a convenience for hosts: [`FakeClock`] for tests, and with the `std`
-//! feature [`MonotonicClock`].
-
-use core::sync::atomic::{AtomicU64, Ordering};
+//! Reading a clock is the host's business (`tripgate-host` has the clocks).
 
 /// Nanoseconds, the breaker's only unit of time.
 pub type Nanos = u64;
@@ -75,106 +72,5 @@ impl Watermark {
         } else {
             self.0
         }
-    }
-}
-
-/// A source of monotonic nanoseconds for hosts that want one.
-pub trait Clock {
-    /// Nanoseconds since an arbitrary, fixed origin. Must never decrease (if it does, the
-    /// breaker treats the smaller reading as the largest one it has seen).
-    fn now(&self) -> Nanos;
-}
-
-impl<C: Clock + ?Sized> Clock for &C {
-    #[inline]
-    fn now(&self) -> Nanos {
-        (**self).now()
-    }
-}
-
-/// A shared clock (tests hold an `Arc<FakeClock>` and hand the breaker a clone).
-#[cfg(feature = "std")]
-impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
-    #[inline]
-    fn now(&self) -> Nanos {
-        (**self).now()
-    }
-}
-
-/// A clock that only moves when told to. Shareable across threads.
-///
-/// ```
-/// use tripgate_core::{Clock, FakeClock, SECOND};
-/// let clock = FakeClock::new(0);
-/// clock.advance(15 * SECOND);
-/// assert_eq!(clock.now(), 15 * SECOND);
-/// ```
-#[derive(Debug, Default)]
-pub struct FakeClock(AtomicU64);
-
-impl FakeClock {
-    /// A clock reading `start`.
-    pub const fn new(start: Nanos) -> Self {
-        Self(AtomicU64::new(start))
-    }
-
-    /// Moves the clock forward by `by` nanoseconds (saturating at `u64::MAX`).
-    pub fn advance(&self, by: Nanos) {
-        let mut current = self.0.load(Ordering::Relaxed);
-        loop {
-            let next = current.saturating_add(by);
-            match self
-                .0
-                .compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(seen) => current = seen,
-            }
-        }
-    }
-
-    /// Sets the reading. Setting it backwards is allowed: it is how tests check that the
-    /// breaker clamps a clock that steps back.
-    pub fn set(&self, to: Nanos) {
-        self.0.store(to, Ordering::Relaxed);
-    }
-}
-
-impl Clock for FakeClock {
-    fn now(&self) -> Nanos {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-/// The host's monotonic clock (`std::time::Instant`), as nanoseconds since the clock was
-/// made.
-#[cfg(feature = "std")]
-#[derive(Clone, Copy, Debug)]
-pub struct MonotonicClock {
-    origin: std::time::Instant,
-}
-
-#[cfg(feature = "std")]
-impl MonotonicClock {
-    /// A clock whose origin is this moment.
-    pub fn new() -> Self {
-        Self {
-            origin: std::time::Instant::now(),
-        }
-    }
-}
-
-#[cfg(feature = "std")]
-impl Default for MonotonicClock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-#[cfg(feature = "std")]
-impl Clock for MonotonicClock {
-    fn now(&self) -> Nanos {
-        // 2^64 ns is 584 years of uptime; saturate rather than wrap past it.
-        u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 }

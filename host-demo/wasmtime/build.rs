@@ -42,44 +42,57 @@ fn run() -> Result<(), String> {
         ));
     }
     let shipped = without_debug_names(&bytes)
-        .ok_or_else(|| format!("{} is not a well-formed component", built.display()))?;
+        .map_err(|e| format!("{} is not a well-formed component: {e}", built.display()))?;
     std::fs::write(out.join(FILE), shipped)
         .map_err(|e| format!("writing {}: {e}", out.join(FILE).display()))
 }
 
 /// The component without its `component-name` custom section: the names of its types and
 /// functions for debuggers (about 4.5 KB), which the linker writes and no host needs, as
-/// `strip = true` leaves out the core module's own. A component's top level is a header
-/// and then sections, each an id byte, a LEB128 length and that many bytes; a custom
-/// section (id 0) starts with its name. Everything else is copied as it is.
-fn without_debug_names(component: &[u8]) -> Option<Vec<u8>> {
-    let (header, mut rest) = component.split_at_checked(8)?;
-    let mut out = header.to_vec();
-    while let Some((&id, after_id)) = rest.split_first() {
-        let (len, after_len) = leb128(after_id)?;
-        let (body, after) = after_len.split_at_checked(len)?;
-        let section = rest.get(..rest.len().checked_sub(after.len())?)?;
-        let debug_names = id == 0
-            && leb128(body)
-                .is_some_and(|(name_len, name)| name.get(..name_len) == Some(b"component-name"));
-        if !debug_names {
-            out.extend_from_slice(section);
+/// `strip = true` leaves out the core module's own. `wasmparser` walks the top-level
+/// sections (a nested module or component is one section, stepped over whole) and
+/// `wasm-encoder` writes every other one back as it was.
+fn without_debug_names(component: &[u8]) -> Result<Vec<u8>, String> {
+    use wasmparser::{Chunk, Parser, Payload};
+    let malformed = |e: wasmparser::BinaryReaderError| e.to_string();
+    let mut out = wasm_encoder::Component::new();
+    let mut parser = Parser::new(0);
+    let mut rest = component;
+    loop {
+        let (consumed, payload) = match parser.parse(rest, true).map_err(malformed)? {
+            Chunk::Parsed { consumed, payload } => (consumed, payload),
+            Chunk::NeedMoreData(_) => return Err("the component ends early".into()),
+        };
+        rest = rest
+            .get(consumed..)
+            .ok_or("the parser overran the component")?;
+        let nested = match &payload {
+            Payload::End(_) => break,
+            Payload::CustomSection(custom) if custom.name() == "component-name" => continue,
+            Payload::ModuleSection {
+                unchecked_range, ..
+            }
+            | Payload::ComponentSection {
+                unchecked_range, ..
+            } => Some(unchecked_range.end.saturating_sub(unchecked_range.start)),
+            _ => None,
+        };
+        if let Some((id, range)) = payload.as_section() {
+            let data = component
+                .get(range.start as usize..range.end as usize)
+                .ok_or("a section runs past the component's end")?;
+            out.section(&wasm_encoder::RawSection { id, data });
         }
-        rest = after;
-    }
-    Some(out)
-}
-
-/// An unsigned LEB128 number (as section lengths are written) and what follows it.
-fn leb128(bytes: &[u8]) -> Option<(usize, &[u8])> {
-    let mut value = 0usize;
-    for (i, &byte) in bytes.iter().enumerate().take(5) {
-        value |= usize::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((value, bytes.get(i + 1..)?));
+        if let Some(len) = nested {
+            // Copied whole above: step over its bytes instead of feeding them to its own
+            // parser; the parent parser resumes after it.
+            let len = usize::try_from(len).map_err(|e| e.to_string())?;
+            rest = rest
+                .get(len..)
+                .ok_or("a nested section runs past the end")?;
         }
     }
-    None
+    Ok(out.finish())
 }
 
 fn build_from_source(out: &Path) -> Result<PathBuf, String> {

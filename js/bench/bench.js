@@ -204,9 +204,10 @@ const reference = [];
       const a = b.acquire(1n);
       b.recordOutcome(a.decision.val, ok, 1n);
     })]);
-    reference.push(['acquire+record, component under jco (raw permit)', timeSyncOnce(() => {
-      const a = b.acquireRaw(1n);
-      b.recordRaw(a.decision.val, ok, 1n);
+    const key = b.key();
+    reference.push(['acquire+record, component under jco (keyed ticket)', timeSyncOnce(() => {
+      const a = circuitBreaker.acquireKeyed(key, 1n);
+      circuitBreaker.recordKeyed(key, a.decision.val.ticket, ok, 1n);
     })]);
     b.isolate(1n);
     reference.push(['rejection, component under jco', timeSyncOnce(() => b.acquire(1n))]);

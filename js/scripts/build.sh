@@ -4,13 +4,10 @@
 set -euo pipefail
 JS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ROOT="$(cd "$JS/.." && pwd)"
-WASM_BINDGEN_VERSION=0.2.130
-
+# The wasm-bindgen CLI at the version the crate pins (tests/setup.sh installs it).
+WASM_BINDGEN_VERSION="$(sed -n 's/^WASM_BINDGEN_VERSION=//p' "$ROOT/tests/setup.sh")"
 if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
-  echo "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes)..." >&2
-  # No --locked: its lock file names a crate release the registry mirror lacks.
-  # --debug: builds in half the time; processing the module still takes ~70 ms.
-  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --debug
+  bash "$ROOT/tests/setup.sh"
 fi
 
 cd "$ROOT"

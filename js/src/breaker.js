@@ -4,7 +4,8 @@
 // across the boundary and allocate no JS object of their own.
 //
 // Permits are plain numbers: a handle into the table of outstanding permits that each
-// wasm breaker keeps (js/crate/src/permits.rs). `acquire()` returns a permit (>= 0) or a
+// wasm breaker keeps (the core's PermitTable, core/src/handles.rs, held by
+// js/crate/src/breaker.rs). `acquire()` returns a permit (>= 0) or a
 // negative rejection code; `record(permit, outcome)` hands it back. A permit recorded
 // twice is reported as stale and changes nothing, like a permit from an earlier epoch.
 

@@ -129,54 +129,69 @@ if (existsSync(BINDINGS)) {
 if (existsSync(BINDINGS)) {
   const { circuitBreaker } = await import(BINDINGS);
 
-  // The keyed hot path (wit/breaker.wit: acquire-handle, record-handle, acquire-flat,
-  // record-flat): scalars decoded as the WIT documents them, transitions by count.
+  // The keyed hot path (wit/breaker.wit: acquire-keyed, record-keyed): typed records,
+  // transitions by count.
   test('component under jco: the keyed hot path trips, rejects and reports by count', () => {
     const breaker = circuitBreaker.Breaker.create({ failureThreshold: 2, minCalls: 2, cooldown: 1000n * MS }, 0n);
     const key = breaker.key();
     const fault = { tag: 'status', val: 503 };
     let recorded;
     for (const now of [1n * MS, 2n * MS]) {
-      const handle = circuitBreaker.acquireHandle(key, now);
-      assert.ok(handle >= 0n, `admitted at ${now}: ${handle}`);
-      recorded = circuitBreaker.recordHandle(key, Number(handle & 0x3fffffffn), fault, now);
-      assert.equal(recorded & 3, 1, 'a 503 is a fault (class position 1)');
+      const admission = circuitBreaker.acquireKeyed(key, now);
+      assert.equal(admission.decision.tag, 'ok', `admitted at ${now}`);
+      assert.equal(typeof admission.decision.val.ticket, 'bigint');
+      assert.equal(admission.decision.val.probe, false);
+      recorded = circuitBreaker.recordKeyed(key, admission.decision.val.ticket, fault, now);
+      assert.equal(recorded.class, 'fault', 'a 503 is a fault');
+      assert.equal(recorded.stale, false);
     }
-    assert.equal(recorded >> 4, 1, 'the second fault caused one transition');
+    assert.equal(recorded.transitions, 1, 'the second fault caused one transition');
     assert.deepEqual(
       breaker.lastTransitions().map((t) => [t.from, t.to, t.reason]),
       [['closed', 'open', 'failure-threshold']],
     );
-    const rejected = circuitBreaker.acquireHandle(key, 3n * MS);
-    assert.ok(rejected < 0n, 'open: rejected');
-    const r = -1n - rejected;
-    assert.deepEqual([r & 7n, (r >> 3n) & 7n, (r >> 6n) & 3n], [0n, 1n, 0n], 'reason open, state open, no transition');
-    assert.equal(r >> 8n, 999n * MS, 'retry after the rest of the cooldown');
+    const rejected = circuitBreaker.acquireKeyed(key, 3n * MS);
+    assert.equal(rejected.decision.tag, 'err', 'open: rejected');
+    assert.deepEqual(
+      [rejected.decision.val.state, rejected.decision.val.reason, rejected.decision.val.retryAfter, rejected.transitions],
+      ['open', 'open', 999n * MS, 0],
+    );
     assert.equal(breaker.state(3n * MS), 'open');
 
-    // Past the cooldown, the flat resource path admits a probe.
-    const acquired = circuitBreaker.acquireFlat(key, 1003n * MS);
-    assert.equal(acquired.decision.tag, 'ok');
-    assert.equal(acquired.transitions, 1, 'open to half-open on this call');
-    assert.equal(acquired.decision.val.isProbe(), true);
-    const judged = circuitBreaker.recordFlat(key, acquired.decision.val, { tag: 'success' }, 1003n * MS);
-    assert.equal(judged & 3, 0, 'a success');
+    // Past the cooldown, a probe; an invalid status is refused and leaves it out.
+    const probe = circuitBreaker.acquireKeyed(key, 1003n * MS);
+    assert.equal(probe.decision.tag, 'ok');
+    assert.equal(probe.transitions, 1, 'open to half-open on this call');
+    assert.equal(probe.decision.val.probe, true);
+    const { ticket } = probe.decision.val;
+    assert.throws(
+      () => circuitBreaker.recordKeyed(key, ticket, { tag: 'status', val: 700 }, 1003n * MS),
+      (error) => error.payload?.tag === 'invalid-status' && error.payload.val === 700,
+    );
+    const judged = circuitBreaker.recordKeyed(key, ticket, { tag: 'success' }, 1003n * MS);
+    assert.deepEqual([judged.class, judged.stale], ['success', false]);
+    const again = circuitBreaker.recordKeyed(key, ticket, { tag: 'success' }, 1003n * MS);
+    assert.equal(again.stale, true, 'a ticket recorded twice is stale');
   });
 
   test('component under jco: a key that names no breaker is an answer, not a trap', () => {
     const breaker = circuitBreaker.Breaker.create({}, 0n);
     const none = 0xffffffff;
-    assert.equal(circuitBreaker.acquireHandle(none, 1n), -(2n ** 63n));
-    assert.equal(circuitBreaker.recordHandle(none, 0, { tag: 'success' }, 1n), -5);
-    assert.equal(circuitBreaker.acquireFlat(none, 1n), undefined);
+    assert.equal(circuitBreaker.acquireKeyed(none, 1n), undefined);
+    assert.throws(
+      () => circuitBreaker.recordKeyed(none, 0n, { tag: 'success' }, 1n),
+      (error) => error.payload?.tag === 'unknown-key',
+    );
     // A dropped breaker's key names nothing either (the generation check, not NO_KEY).
     const gone = circuitBreaker.Breaker.create({}, 0n);
     const goneKey = gone.key();
-    assert.ok(circuitBreaker.acquireHandle(goneKey, 1n) >= 0n);
+    const goneTicket = circuitBreaker.acquireKeyed(goneKey, 1n).decision.val.ticket;
     gone[Symbol.dispose ?? Symbol.for('dispose')]();
-    assert.equal(circuitBreaker.acquireHandle(goneKey, 2n), -(2n ** 63n));
-    assert.equal(circuitBreaker.acquireFlat(goneKey, 2n), undefined);
-    // The instance still answers for a real key afterwards.
-    assert.ok(circuitBreaker.acquireHandle(breaker.key(), 2n) >= 0n);
+    assert.equal(circuitBreaker.acquireKeyed(goneKey, 2n), undefined);
+    // The instance still answers for a real key afterwards, and the dead breaker's
+    // ticket is stale there.
+    const live = circuitBreaker.acquireKeyed(breaker.key(), 2n);
+    assert.equal(live.decision.tag, 'ok');
+    assert.equal(circuitBreaker.recordKeyed(breaker.key(), goneTicket, { tag: 'success' }, 2n).stale, true);
   });
 }

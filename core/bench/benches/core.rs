@@ -11,8 +11,9 @@ use std::sync::Mutex;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use failsafe::CircuitBreaker as _;
+use tripgate::{Clock, MonotonicClock};
 use tripgate_bench::{err, failsafe_breaker, ok, peers_rejecting, recloser_breaker, timed};
-use tripgate_core::{Breaker, Clock, Config, MonotonicClock, Outcome, Recorded, SECOND};
+use tripgate_core::{Breaker, Config, Outcome, Recorded, SECOND};
 
 /// What a caller reads off a recorded outcome: its class and whether it moved the breaker.
 /// (`black_box` of the whole 88-byte value would add a copy no caller makes, and the

@@ -70,7 +70,7 @@ fn main() {
         "clock" => {
             let clock = tripgate::QuantaClock::new();
             for _ in 0..iters {
-                black_box(tripgate_core::Clock::now(&clock));
+                black_box(tripgate::Clock::now(&clock));
             }
         }
         other => panic!("unknown workload {other}"),

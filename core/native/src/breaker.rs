@@ -4,12 +4,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use tripgate_core::{
-    Announcement, Clock, CoarseClock, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus,
-    ListenerSlot, Metrics, Outcome, Rejection, SnapshotError, State, Transition, Transitions,
-    Verdict, MAX_EXPORT_LEN,
+    Announcement, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus, Metrics, Outcome,
+    Rejection, SnapshotError, State, Transition, Transitions, Verdict, MAX_EXPORT_LEN,
 };
-
-use tripgate_core::Lock;
+use tripgate_host::{Clock, CoarseClock, ListenerSlot, Lock};
 
 /// A circuit breaker for one upstream, shared between threads (`Send + Sync`; put it in an
 /// `Arc`, or a [`Registry`](crate::Registry)). It owns its clock ([`CoarseClock`] unless
@@ -230,6 +228,11 @@ impl<C: Clock> Breaker<C> {
     /// breaker. Replaces any earlier listener. For logs, events and metrics exporters.
     pub fn on_transition(&self, listener: impl Fn(&Transition) + Send + Sync + 'static) {
         self.listener.set(listener);
+    }
+
+    /// Where the listener is kept (the registry installs its `tracing` listener there).
+    pub(crate) fn listener_slot(&self) -> &ListenerSlot {
+        &self.listener
     }
 
     #[inline(always)]

@@ -1,18 +1,17 @@
-//! The guarded call: acquire, run, classify, record, and a value to fall back on.
+//! The guarded call ([`tripgate_host::call`]) on the native breaker.
 
 #[cfg(feature = "tokio")]
 use std::future::Future;
 use std::time::Duration;
 
-use tripgate_core::{CallError, Classify, Clock, Outcome};
+use tripgate_host::call::guarded;
+#[cfg(feature = "tokio")]
+use tripgate_host::call::guarded_async;
+use tripgate_host::{CallError, Classify, Clock};
 
-use crate::{Breaker, Permit};
+use crate::{Breaker, Outcome};
 
 impl<C: Clock> Breaker<C> {
-    fn admit_call<R>(&self) -> Result<Permit<'_, C>, CallError<R>> {
-        self.acquire().map_err(CallError::Rejected)
-    }
-
     /// Runs `f` if the breaker admits it, records how its result [classifies](Classify),
     /// and returns the result, or why there is no good one.
     ///
@@ -25,7 +24,7 @@ impl<C: Clock> Breaker<C> {
         timeout: Duration,
         f: impl FnOnce() -> R,
     ) -> Result<R, CallError<R>> {
-        self.call_with(timeout, f, R::outcome)
+        guarded(self, timeout, f, R::outcome)
     }
 
     /// [`Self::call`] with your own classifier.
@@ -35,16 +34,7 @@ impl<C: Clock> Breaker<C> {
         f: impl FnOnce() -> R,
         classify: impl FnOnce(&R) -> Outcome,
     ) -> Result<R, CallError<R>> {
-        let permit = self.admit_call()?;
-        let started = self.clock().now();
-        let result = f();
-        let took = self.clock().now().saturating_sub(started);
-        let outcome = if u128::from(took) > timeout.as_nanos() {
-            Outcome::Timeout
-        } else {
-            classify(&result)
-        };
-        CallError::verdict(permit.record(outcome).class, result)
+        guarded(self, timeout, f, classify)
     }
 
     /// Awaits `future` if the breaker admits it, for at most `timeout` (tokio's timer):
@@ -57,7 +47,7 @@ impl<C: Clock> Breaker<C> {
         timeout: Duration,
         future: impl Future<Output = R>,
     ) -> Result<R, CallError<R>> {
-        self.call_async_with(timeout, future, R::outcome).await
+        guarded_async(self, timeout, future, R::outcome).await
     }
 
     /// [`Self::call_async`] with your own classifier.
@@ -68,16 +58,6 @@ impl<C: Clock> Breaker<C> {
         future: impl Future<Output = R>,
         classify: impl FnOnce(&R) -> Outcome,
     ) -> Result<R, CallError<R>> {
-        let permit = self.admit_call()?;
-        match tokio::time::timeout(timeout, future).await {
-            Ok(result) => {
-                let outcome = classify(&result);
-                CallError::verdict(permit.record(outcome).class, result)
-            }
-            Err(_) => {
-                permit.record(Outcome::Timeout);
-                Err(CallError::TimedOut(timeout))
-            }
-        }
+        guarded_async(self, timeout, future, classify).await
     }
 }

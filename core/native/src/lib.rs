@@ -46,21 +46,29 @@
 
 mod breaker;
 mod call;
-#[cfg(feature = "prometheus")]
-pub mod prometheus;
-mod registry;
+mod host;
 #[cfg(feature = "tower")]
 pub mod tower;
-#[cfg(feature = "tracing")]
-pub mod trace;
 
 pub use breaker::{Breaker, OwnedPermit, Permit};
-pub use registry::Registry;
-/// Why a guarded call gives no good value: the core's, shared with every Rust host (the
-/// native breaker itself never fails, so its `Host` case is `Infallible` and needs no arm).
-pub use tripgate_core::CallError;
 pub use tripgate_core::{
-    error_outcome, Class, Classify, Clock, CoarseClock, Config, ConfigError, FakeClock, GrpcSet,
-    Metrics, Nanos, Outcome, QuantaClock, Reason, RejectReason, Rejection, SnapshotError, State,
-    Status, StatusSet, Transition, Transitions, Verdict, COARSE_TICK, MILLISECOND, SECOND,
+    Class, Config, ConfigError, GrpcSet, Metrics, Nanos, Outcome, Reason, RejectReason, Rejection,
+    SnapshotError, State, StatusSet, Transition, Transitions, Verdict, MILLISECOND, SECOND,
 };
+/// `prometheus-client` collectors over a breaker or a registry (feature `prometheus`).
+#[cfg(feature = "prometheus")]
+pub use tripgate_host::prometheus;
+/// Transitions as `tracing` events (feature `tracing`).
+#[cfg(feature = "tracing")]
+pub use tripgate_host::trace;
+/// Why a guarded call gives no good value, as every Rust host gives it (the native
+/// breaker itself never fails, so its `Host` case is `Infallible` and needs no arm).
+pub use tripgate_host::CallError;
+pub use tripgate_host::{
+    error_outcome, Classify, Clock, CoarseClock, FakeClock, MonotonicClock, QuantaClock, Status,
+    COARSE_TICK,
+};
+
+/// Named breakers, one per upstream, all reading one clock:
+/// `Registry::new(CoarseClock::new(), config)`.
+pub type Registry<C = CoarseClock> = tripgate_host::Registry<Breaker<C>>;

@@ -27,7 +27,7 @@
 //! Responses pass through unchanged, whatever their status (a 503 is still the caller's
 //! to handle); the breaker counts them by its rules: 5xx and 429 are faults, other
 //! statuses successes (the configured `fault_statuses` decide). Errors count by their
-//! cause ([`tripgate_core::error_outcome`]): a timeout (tower's or tokio's `Elapsed`, an
+//! cause ([`tripgate_host::error_outcome`]): a timeout (tower's or tokio's `Elapsed`, an
 //! `io::ErrorKind::TimedOut`) is a `timeout`, a refused or reset connection a
 //! `connection-error`, anything else a `failure`. A response future dropped before it
 //! finishes records `cancelled`. While the breaker is open the inner service is not
@@ -43,7 +43,8 @@ use std::time::Duration;
 
 use pin_project_lite::pin_project;
 use tower::{BoxError, Layer, Service};
-use tripgate_core::{error_outcome, Classify, Clock, RejectReason, Rejection, State, Status};
+use tripgate_core::{RejectReason, Rejection, State};
+use tripgate_host::{error_outcome, Classify, Clock, Status};
 
 use crate::{Breaker, CoarseClock, OwnedPermit};
 
@@ -196,7 +197,7 @@ fn timed_out(error: &(dyn Error + 'static)) -> bool {
 
 /// The outcome the layer records for a service's error: `timeout` for tower's and
 /// tokio's timeout errors, else by the first `io::Error` among its causes
-/// ([`tripgate_core::error_outcome`]: a refused connection is a `connection-error`),
+/// ([`tripgate_host::error_outcome`]: a refused connection is a `connection-error`),
 /// else `failure`.
 pub fn error_outcome_of(error: &(dyn Error + 'static)) -> tripgate_core::Outcome {
     error_outcome(error, timed_out)

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tripgate::{
-    Breaker, CallError, Class, Classify, Config, FakeClock, Outcome, Registry, RejectReason, State,
-    Status, SECOND,
+    Breaker, CallError, Class, Classify, CoarseClock, Config, FakeClock, Outcome, Registry,
+    RejectReason, State, Status, SECOND,
 };
 
 type Fake = Arc<FakeClock>;
@@ -42,7 +42,7 @@ fn a_bad_config_is_refused_with_the_cores_words() {
     };
     let error = Breaker::new(bad).unwrap_err();
     assert_eq!(error.to_string(), "failure-threshold must be >= 1");
-    let registry = Registry::new(Config::default());
+    let registry = Registry::new(CoarseClock::new(), Config::default());
     assert!(registry.get_or_create("bad", &bad).is_err());
     assert!(
         registry.names().is_empty(),
@@ -197,7 +197,7 @@ async fn async_calls_time_out_and_cancel_cleanly() {
 #[test]
 fn the_registry_keeps_one_breaker_per_name() {
     let clock = Arc::new(FakeClock::new(0));
-    let registry = Registry::with_clock(Config::default(), Arc::clone(&clock));
+    let registry = Registry::new(Arc::clone(&clock), Config::default());
     let payments = registry.get("payments").unwrap();
     let strict = Config {
         failure_threshold: 1,
@@ -228,9 +228,16 @@ fn the_registry_keeps_one_breaker_per_name() {
     );
 
     assert_eq!(registry.names(), ["identity", "payments"]);
-    let metrics = registry.metrics();
-    assert_eq!(metrics["identity"].state, State::Open);
-    assert_eq!(metrics["payments"].faults_total, 1);
+    let readings = registry.readings();
+    assert!(readings.failed.is_empty());
+    let names: Vec<&str> = readings
+        .read
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(names, ["identity", "payments"]);
+    assert_eq!(readings.read[0].1.metrics.state, State::Open);
+    assert_eq!(readings.read[1].1.metrics.faults_total, 1);
     assert!(registry.remove("identity").is_some());
     assert_eq!(registry.names(), ["payments"]);
     // Handles already out keep working; they read the registry's clock.

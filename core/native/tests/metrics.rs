@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tripgate::prometheus::{self, client};
-use tripgate::{Breaker, Clock, Config, FakeClock, Nanos, OwnedPermit, Registry, MILLISECOND};
+use tripgate::{
+    Breaker, Clock, CoarseClock, Config, FakeClock, Nanos, OwnedPermit, Registry, MILLISECOND,
+};
 use tripgate_vectors::exposition::{self as shared, Host};
 use tripgate_vectors::trace::capture;
 use tripgate_vectors::{VectorConfig, VectorOutcome};
@@ -39,7 +41,7 @@ struct Native {
 impl Native {
     fn new() -> Self {
         let clock = Clocked::default();
-        let registry = Arc::new(Registry::with_clock(Config::default(), Arc::clone(&clock)));
+        let registry = Arc::new(Registry::new(Arc::clone(&clock), Config::default()));
         Self { clock, registry }
     }
 }
@@ -171,6 +173,7 @@ fn a_breaker_collector_labels_its_breaker_and_sees_later_calls() {
     // A collector over an empty registry writes nothing at all.
     let mut empty = client::registry::Registry::default();
     empty.register_collector(Box::new(prometheus::registry(Arc::new(Registry::new(
+        CoarseClock::new(),
         Config::default(),
     )))));
     assert_eq!(scrape(&empty).0, "");

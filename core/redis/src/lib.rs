@@ -36,9 +36,9 @@
 //!
 //! * [`join`]: starts a member's task on the current tokio runtime; [`Fleet`] is its
 //!   handle ([`Fleet::status`], [`Fleet::leave`]; dropping it leaves too).
-//! * [`Member`]: what the adapter needs of a breaker. Implemented for
-//!   `tripgate::Breaker` (feature `native`), `tripgate_wasmtime::Breaker` (feature
-//!   `wasmtime`) and `Arc`s of either.
+//! * [`Member`] (`tripgate-host`'s): what the adapter needs of a breaker. Every host
+//!   implements it on its own breaker (`tripgate::Breaker`, `tripgate_wasmtime::Breaker`),
+//!   and it holds for an `Arc` of either, so this crate depends on no host.
 //! * [`Options`]: the URL (`redis://user:password@host`, `rediss://` with feature
 //!   `tls`), the fleet's name, the shared HMAC key, the intervals; validated with errors
 //!   that name the option.
@@ -49,7 +49,6 @@
 
 #![deny(missing_docs)]
 
-mod member;
 mod options;
 #[cfg(feature = "server")]
 pub mod server;
@@ -62,9 +61,9 @@ use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
-pub use member::{Member, MemberError, View};
 pub use options::{OptionError, Options};
 pub use status::{IgnoredCounts, Status};
+pub use tripgate_host::fleet::{Member, MemberError, View};
 
 use status::Shared;
 use task::Task;

@@ -11,10 +11,10 @@ use tripgate_core::{
     Announcement, AnnouncementKind, FleetApplied, FleetEvent, FleetEventKind, State, MILLISECOND,
 };
 
-use crate::member::Member;
 use crate::status::Shared;
 use crate::store::{Session, StoreError};
 use crate::wire::{self, Keys, Message};
+use tripgate_host::fleet::Member;
 
 /// Everything the task needs, fixed at join.
 pub(crate) struct Task<M> {

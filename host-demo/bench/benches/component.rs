@@ -1,20 +1,23 @@
 //! The component's call path in wasmtime, in one run: the bare generated bindings (a
 //! bare store, a constant `now`: the floor), beside the host library (`tripgate-wasmtime`:
-//! a mutex, a clock, permits that release themselves), for both result shapes (the
-//! listing functions and the flat hot path) and both permit kinds; then threads on one
-//! breaker, beside a `Mutex` around the native core with the same clock.
+//! a lock, a clock, permits that release themselves), for both shapes of the WIT (the
+//! resource functions and the typed keyed hot path); then threads on one breaker, beside
+//! a `Mutex` around the native core with the same clock.
 //!
-//! Run: `cargo bench -p tripgate-wasmtime-bench --bench component`.
+//! Run: `cargo bench -p tripgate-wasmtime-bench --bench component`. With
+//! `TRIPGATE_COMPONENT_V020` naming a build of `tripgate:breaker@0.2.0` (`compare-0.2.sh`
+//! makes one and runs this), the 0.2.0 scalar pair, whose results are bit fields, runs
+//! beside the typed keyed pair.
 
 use std::sync::{Arc, Barrier, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use tripgate_core::{Clock, CoarseClock};
+use tripgate_host::{Clock, CoarseClock};
 use tripgate_wasmtime::wit::Outcome;
 use tripgate_wasmtime::{Breaker, Config, Runtime};
-use tripgate_wasmtime_bench::Bare;
+use tripgate_wasmtime_bench::{keyed_pair, Bare, ScalarV020};
 use wasmtime::Engine;
 
 /// The one compilation of the component that the bare bindings (default engine) and the
@@ -96,60 +99,48 @@ fn bare(c: &mut Criterion) {
             Some(Engine::new(&tuned).unwrap()),
         ),
     ] {
-        let Bare {
-            mut store,
-            tripgate,
-            me,
-            key,
-        } = match &engine {
+        let mut bare = match &engine {
             None => Bare::sharing(runtime()),
             Some(engine) => Bare::new(engine),
         };
-        let hot = tripgate.tripgate_breaker_circuit_breaker();
-        let api = hot.breaker();
-        let store = &mut store;
+        let me = bare.me;
         group.bench_function(BenchmarkId::new("state()", engine_name), |b| {
-            b.iter(|| black_box(api.call_state(&mut *store, me, 1).unwrap()))
+            b.iter(|| {
+                let api = bare.tripgate.tripgate_breaker_circuit_breaker().breaker();
+                black_box(api.call_state(&mut bare.store, me, 1).unwrap())
+            })
         });
         if engine_name != "default engine" {
             continue;
         }
         group.bench_function("release() (returns a list: post-return)", |b| {
-            b.iter(|| black_box(api.call_release(&mut *store, me, 1).unwrap()))
-        });
-        group.bench_function("raw permit pair, listing", |b| {
             b.iter(|| {
-                let permit = api.call_acquire_raw(&mut *store, me, 1).unwrap().decision;
-                let permit = permit.unwrap();
-                black_box(api.call_record_raw(&mut *store, me, permit, Outcome::Success, 1))
-                    .unwrap()
-                    .unwrap();
+                let api = bare.tripgate.tripgate_breaker_circuit_breaker().breaker();
+                black_box(api.call_release(&mut bare.store, me, 1).unwrap())
             })
         });
-        group.bench_function("handle pair (scalar results)", |b| {
-            b.iter(|| {
-                let handle = hot.call_acquire_handle(&mut *store, key, 1).unwrap();
-                let handle = u32::try_from(handle).unwrap();
-                black_box(hot.call_record_handle(&mut *store, key, handle, Outcome::Success, 1))
-                    .unwrap();
-            })
+        group.bench_function("keyed ticket pair (typed records)", |b| {
+            b.iter(|| black_box(keyed_pair(&mut bare, 1)))
         });
-        group.bench_function("permit resource pair, listing", |b| {
+        if let Some(mut scalar) = ScalarV020::from_env(runtime().engine()) {
+            group.bench_function("0.2.0 handle pair (s64 / s32 bit fields)", |b| {
+                b.iter(|| black_box(scalar.pair(1)))
+            });
+        }
+        group.bench_function("permit resource pair (acquire, record-outcome)", |b| {
             b.iter(|| {
-                let permit = api.call_acquire(&mut *store, me, 1).unwrap().decision;
+                let api = bare.tripgate.tripgate_breaker_circuit_breaker().breaker();
+                let permit = api.call_acquire(&mut bare.store, me, 1).unwrap().decision;
                 let permit = permit.unwrap();
-                black_box(api.call_record_outcome(&mut *store, me, permit, Outcome::Success, 1))
-                    .unwrap()
-                    .unwrap();
-            })
-        });
-        group.bench_function("permit resource pair, flat", |b| {
-            b.iter(|| {
-                let acquired = hot.call_acquire_flat(&mut *store, key, 1).unwrap();
-                let permit = acquired.unwrap().decision;
-                let permit = permit.unwrap();
-                black_box(hot.call_record_flat(&mut *store, key, permit, Outcome::Success, 1))
-                    .unwrap();
+                black_box(api.call_record_outcome(
+                    &mut bare.store,
+                    me,
+                    permit,
+                    Outcome::Success,
+                    1,
+                ))
+                .unwrap()
+                .unwrap();
             })
         });
     }
@@ -165,9 +156,7 @@ fn library(c: &mut Criterion) {
         b.iter(|| black_box(breaker.state().unwrap()))
     });
     group.bench_function("raw permit pair", |b| b.iter(|| library_raw_pair(&breaker)));
-    group.bench_function("permit resource pair", |b| {
-        b.iter(|| library_pair(&breaker))
-    });
+    group.bench_function("permit pair (RAII)", |b| b.iter(|| library_pair(&breaker)));
     let isolated = runtime.breaker(&config).unwrap();
     isolated.isolate().unwrap();
     group.bench_function("rejection (isolated)", |b| {
@@ -185,7 +174,7 @@ fn library(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("library, raw permit", threads), |b| {
             b.iter_custom(|iters| threaded(&shared, threads, iters, library_raw_pair))
         });
-        group.bench_function(BenchmarkId::new("library, permit resource", threads), |b| {
+        group.bench_function(BenchmarkId::new("library, permit (RAII)", threads), |b| {
             b.iter_custom(|iters| threaded(&shared, threads, iters, library_pair))
         });
         group.bench_function(BenchmarkId::new("Mutex<native core>", threads), |b| {

@@ -4,21 +4,23 @@
 //! Criterion measures each path for seconds, one after another, so a ratio of two of its
 //! figures also carries whatever the machine did between them. Here every round times
 //! each path for a batch of 100,000, back to back (in alternating order), and each ratio
-//! is taken within a round; the report is the median and range of the per-round ratios: `state()`, the bare handle and
-//! flat-resource pairs against it, and the host library against the bare pair of the same
-//! permit kind. One more path splits the library's share: the bare handle pair with what
-//! thread safety and a clock cost anyway (the store behind the core's `Lock`, a
-//! `CoarseClock` read through `Arc<dyn Clock>` per call, as the library has them).
+//! is taken within a round; the report is the median and range of the per-round ratios:
+//! the bare keyed pair and the bare permit-resource pair against `state()`, and the host
+//! library against the bare keyed pair. One more path splits the library's share: the
+//! bare keyed pair with what thread safety and a clock cost anyway (the store behind the
+//! host's `Lock`, a `CoarseClock` read through `Arc<dyn Clock>` per call, as the library
+//! has them). With `TRIPGATE_COMPONENT_V020` set (see `compare-0.2.sh`), the 0.2.0
+//! scalar pair joins the rounds, and the typed keyed pair is given against it.
 
 use std::hint::black_box;
 use std::time::Instant;
 
 use std::sync::Arc;
 
-use tripgate_core::{Clock, CoarseClock, Lock};
+use tripgate_host::{Clock, CoarseClock, Lock};
 use tripgate_wasmtime::wit::{Guest, Outcome};
 use tripgate_wasmtime::{Breaker, Config, Runtime};
-use tripgate_wasmtime_bench::Bare;
+use tripgate_wasmtime_bench::{admitted, keyed_pair, Bare, ScalarV020};
 use wasmtime::Store;
 
 fn main() {
@@ -33,49 +35,37 @@ fn main() {
 
     // One compilation of the component for every path: the same machine code throughout.
     let runtime = Runtime::new().unwrap();
-    let Bare {
-        mut store,
-        tripgate,
-        me,
-        key,
-    } = Bare::sharing(&runtime);
-    let hot = tripgate.tripgate_breaker_circuit_breaker();
-    let api = hot.breaker();
+    let mut bare = Bare::sharing(&runtime);
+    let me = bare.me;
     let breaker: Breaker = runtime.breaker(&Config::default()).unwrap();
     let locked = Lock::new(Bare::sharing(&runtime));
     let clock: Arc<dyn Clock + Send + Sync> = Arc::new(CoarseClock::new());
+    let mut scalar = ScalarV020::from_env(runtime.engine());
 
     // ns per call or pair for one batch.
     let mut time = |path: usize| -> f64 {
         let start = Instant::now();
         for _ in 0..batch {
             match path {
-                0 => drop(black_box(api.call_state(&mut store, me, 1).unwrap())),
-                1 => {
-                    let handle = hot.call_acquire_handle(&mut store, key, 1).unwrap();
-                    let handle = u32::try_from(handle).unwrap();
-                    black_box(
-                        hot.call_record_handle(&mut store, key, handle, Outcome::Success, 1)
-                            .unwrap(),
-                    );
+                0 => {
+                    let api = bare.tripgate.tripgate_breaker_circuit_breaker().breaker();
+                    black_box(api.call_state(&mut bare.store, me, 1).unwrap());
                 }
+                1 => drop(black_box(keyed_pair(&mut bare, 1))),
                 2 => {
-                    let acquired = hot.call_acquire_flat(&mut store, key, 1).unwrap();
-                    let permit = acquired.unwrap().decision.unwrap();
+                    let api = bare.tripgate.tripgate_breaker_circuit_breaker().breaker();
+                    let permit = api.call_acquire(&mut bare.store, me, 1).unwrap().decision;
                     black_box(
-                        hot.call_record_flat(&mut store, key, permit, Outcome::Success, 1)
-                            .unwrap(),
+                        api.call_record_outcome(
+                            &mut bare.store,
+                            me,
+                            permit.unwrap(),
+                            Outcome::Success,
+                            1,
+                        )
+                        .unwrap()
+                        .unwrap(),
                     );
-                }
-                5 => {
-                    let handle = locked_call(&locked, &*clock, |hot, store, key, now| {
-                        hot.call_acquire_handle(store, key, now).unwrap()
-                    });
-                    let handle = u32::try_from(handle).unwrap();
-                    black_box(locked_call(&locked, &*clock, |hot, store, key, now| {
-                        hot.call_record_handle(store, key, handle, Outcome::Success, now)
-                            .unwrap()
-                    }));
                 }
                 3 => {
                     let permit = breaker.acquire_raw().unwrap().decision.unwrap();
@@ -85,21 +75,42 @@ fn main() {
                     let permit = breaker.acquire().unwrap().decision.unwrap();
                     black_box(permit.record(Outcome::Success).unwrap());
                 }
+                5 => {
+                    let admission = locked_call(&locked, &*clock, |hot, store, key, now| {
+                        hot.call_acquire_keyed(store, key, now).unwrap()
+                    });
+                    let ticket = admitted(admission).ticket;
+                    black_box(locked_call(&locked, &*clock, |hot, store, key, now| {
+                        hot.call_record_keyed(store, key, ticket, Outcome::Success, now)
+                            .unwrap()
+                            .unwrap()
+                    }));
+                }
+                6 => {
+                    let scalar = scalar.as_mut().expect("a 0.2.0 component");
+                    black_box(scalar.pair(1));
+                }
                 _ => unreachable!(),
             }
         }
         start.elapsed().as_nanos() as f64 / f64::from(batch)
     };
 
-    const PATHS: [&str; 6] = [
+    const PATHS: [&str; 7] = [
         "bare state()",
-        "bare handle pair",
-        "bare flat resource pair",
+        "bare keyed pair",
+        "bare permit resource pair",
         "library raw pair",
-        "library resource pair",
-        "bare handle pair, locked",
+        "library permit pair",
+        "bare keyed pair, locked",
+        "bare 0.2.0 scalar pair",
     ];
-    for path in 0..PATHS.len() {
+    let paths = if ScalarV020::from_env(runtime.engine()).is_some() {
+        PATHS.len()
+    } else {
+        PATHS.len() - 1
+    };
+    for path in 0..paths {
         time(path); // warm up
     }
     let mut ns: Vec<[f64; PATHS.len()]> = Vec::with_capacity(rounds);
@@ -107,9 +118,9 @@ fn main() {
         let mut round = [0.0; PATHS.len()];
         // Forward in even rounds, backward in odd ones: no path always follows another.
         let order: Vec<usize> = if r % 2 == 0 {
-            (0..PATHS.len()).collect()
+            (0..paths).collect()
         } else {
-            (0..PATHS.len()).rev().collect()
+            (0..paths).rev().collect()
         };
         for path in order {
             round[path] = time(path);
@@ -118,19 +129,23 @@ fn main() {
     }
 
     println!("{rounds} interleaved rounds of {batch} calls or pairs per path: median (range)");
-    for (path, name) in PATHS.iter().enumerate() {
+    for (path, name) in PATHS.iter().enumerate().take(paths) {
         let (median, low, high) = spread(ns.iter().map(|r| r[path]).collect());
         println!("  {name:26} {median:7.1} ns  ({low:.1}-{high:.1})");
     }
     println!("ratios within each round: median (range)");
     for (name, over, under) in [
-        ("bare handle pair / state()", 1, 0),
-        ("bare flat resource pair / state()", 2, 0),
-        ("library raw / bare handle pair", 3, 1),
-        ("library resource / bare flat resource", 4, 2),
-        ("locked handle pair / bare handle pair", 5, 1),
-        ("library raw / locked handle pair", 3, 5),
-    ] {
+        ("bare keyed pair / state()", 1, 0),
+        ("bare permit resource pair / state()", 2, 0),
+        ("library raw / bare keyed pair", 3, 1),
+        ("library permit / bare keyed pair", 4, 1),
+        ("locked keyed pair / bare keyed pair", 5, 1),
+        ("library raw / locked keyed pair", 3, 5),
+        ("bare keyed pair / bare 0.2.0 scalar pair", 1, 6),
+    ]
+    .into_iter()
+    .filter(|&(_, over, under)| over < paths && under < paths)
+    {
         let (median, low, high) = spread(ns.iter().map(|r| r[over] / r[under]).collect());
         println!("  {name:38} {median:5.3}  ({low:.3}-{high:.3})");
     }

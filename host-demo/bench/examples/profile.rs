@@ -1,9 +1,10 @@
 //! A loop to profile (`perf record -g target/release/examples/profile raw 5000000`):
-//! acquire + record through the library, with a raw permit (`raw`) or a permit resource
-//! (`resource`), or the bare bindings' raw pair with listing (`bare-listing`) or flat
-//! (`bare-flat`: the handle path) results, or a bare `state()` (`bare-state`), or the
-//! handle path with the store behind a `Mutex` and a `CoarseClock` read per call
-//! (`bare-flat-locked`: what thread safety and a clock alone add to the bare bindings).
+//! acquire + record through the library, with a raw permit (`raw`) or an RAII permit
+//! (`permit`), or on the bare bindings: the typed keyed pair (`bare-keyed`), the permit
+//! resource pair (`bare-resource`), a `state()` (`bare-state`), the 0.2.0 scalar pair
+//! (`bare-scalar-v020`, with `TRIPGATE_COMPONENT_V020` naming a build of that version), or
+//! the keyed pair with the store behind a `Mutex` and a `CoarseClock` read per call
+//! (`bare-keyed-locked`: what thread safety and a clock alone add to the bare bindings).
 //! Under `valgrind --tool=callgrind` the instruction counts compare paths on a busy
 //! machine; `CLOCK=fixed` gives the library a clock that stands at 1 ns, as the bare paths
 //! pass `now = 1`, so that both do the same work in the guest (a moving clock turns the
@@ -11,7 +12,9 @@
 
 use std::hint::black_box;
 
+use tripgate_host::{Clock, CoarseClock, FakeClock};
 use tripgate_wasmtime::{Config, Outcome, Runtime};
+use tripgate_wasmtime_bench::{admitted, keyed_pair, Bare, ScalarV020};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -22,7 +25,7 @@ fn main() {
         .unwrap_or(2_000_000);
     let mut runtime = Runtime::new().unwrap();
     if std::env::var("CLOCK").is_ok_and(|clock| clock == "fixed") {
-        runtime = runtime.with_clock(std::sync::Arc::new(tripgate_core::FakeClock::new(1)));
+        runtime = runtime.with_clock(std::sync::Arc::new(FakeClock::new(1)));
     }
     let breaker = runtime.breaker(&Config::default()).unwrap();
     match workload.as_str() {
@@ -32,7 +35,7 @@ fn main() {
                 black_box(breaker.record_raw(permit, Outcome::Success).unwrap());
             }
         }
-        "resource" => {
+        "permit" => {
             for _ in 0..n {
                 let permit = breaker.acquire().unwrap().decision.unwrap();
                 black_box(permit.record(Outcome::Success).unwrap());
@@ -52,82 +55,67 @@ fn main() {
                 }
             }
             let engine = wasmtime::Engine::new(&config).unwrap();
-            let tripgate_wasmtime_bench::Bare {
-                mut store,
-                tripgate,
-                me,
-                key,
-            } = tripgate_wasmtime_bench::Bare::new(&engine);
-            let hot = tripgate.tripgate_breaker_circuit_breaker();
-            let api = hot.breaker();
-            if bare == "bare-flat-locked" {
-                use tripgate_core::Clock;
-                let clock = tripgate_core::CoarseClock::new();
-                let locked = std::sync::Mutex::new(store);
+            if bare == "bare-scalar-v020" {
+                let mut scalar = ScalarV020::from_env(&engine)
+                    .expect("TRIPGATE_COMPONENT_V020 names a 0.2.0 component");
                 for _ in 0..n {
-                    let now = clock.now();
-                    let h = {
-                        let mut st = locked.lock().unwrap();
-                        hot.call_acquire_handle(&mut *st, key, now).unwrap()
-                    };
-                    let h = u32::try_from(h).unwrap();
-                    let now = clock.now();
-                    let mut st = locked.lock().unwrap();
-                    black_box(
-                        hot.call_record_handle(&mut *st, key, h, Outcome::Success, now)
-                            .unwrap(),
-                    );
+                    black_box(scalar.pair(1));
                 }
                 return;
             }
+            let mut bare_bindings = Bare::new(&engine);
+            if bare == "bare-keyed-locked" {
+                let clock = CoarseClock::new();
+                let locked = std::sync::Mutex::new(bare_bindings);
+                for _ in 0..n {
+                    let now = clock.now();
+                    let ticket = {
+                        let mut b = locked.lock().unwrap();
+                        let Bare {
+                            store,
+                            tripgate,
+                            key,
+                            ..
+                        } = &mut *b;
+                        let hot = tripgate.tripgate_breaker_circuit_breaker();
+                        let admission = hot.call_acquire_keyed(store, *key, now).unwrap();
+                        admitted(admission).ticket
+                    };
+                    let now = clock.now();
+                    let mut b = locked.lock().unwrap();
+                    let Bare {
+                        store,
+                        tripgate,
+                        key,
+                        ..
+                    } = &mut *b;
+                    let hot = tripgate.tripgate_breaker_circuit_breaker();
+                    black_box(
+                        hot.call_record_keyed(store, *key, ticket, Outcome::Success, now)
+                            .unwrap(),
+                    )
+                    .ok();
+                }
+                return;
+            }
+            let me = bare_bindings.me;
             for _ in 0..n {
+                let Bare {
+                    store, tripgate, ..
+                } = &mut bare_bindings;
+                let api = tripgate.tripgate_breaker_circuit_breaker().breaker();
                 match bare {
-                    "bare-listing" => {
-                        let p = api
-                            .call_acquire_raw(&mut store, me, 1)
-                            .unwrap()
-                            .decision
-                            .unwrap();
+                    "bare-keyed" => drop(black_box(keyed_pair(&mut bare_bindings, 1))),
+                    "bare-resource" => {
+                        let p = api.call_acquire(&mut *store, me, 1).unwrap().decision;
                         black_box(
-                            api.call_record_raw(&mut store, me, p, Outcome::Success, 1)
-                                .unwrap(),
-                        )
-                        .ok();
-                    }
-                    "bare-flat" => {
-                        let h = hot.call_acquire_handle(&mut store, key, 1).unwrap();
-                        let h = u32::try_from(h).unwrap();
-                        black_box(
-                            hot.call_record_handle(&mut store, key, h, Outcome::Success, 1)
-                                .unwrap(),
-                        );
-                    }
-                    "bare-resource-flat" => {
-                        let p = hot
-                            .call_acquire_flat(&mut store, key, 1)
-                            .unwrap()
-                            .unwrap()
-                            .decision
-                            .unwrap();
-                        black_box(
-                            hot.call_record_flat(&mut store, key, p, Outcome::Success, 1)
-                                .unwrap(),
-                        );
-                    }
-                    "bare-resource-listing" => {
-                        let p = api
-                            .call_acquire(&mut store, me, 1)
-                            .unwrap()
-                            .decision
-                            .unwrap();
-                        black_box(
-                            api.call_record_outcome(&mut store, me, p, Outcome::Success, 1)
+                            api.call_record_outcome(store, me, p.unwrap(), Outcome::Success, 1)
                                 .unwrap(),
                         )
                         .ok();
                     }
                     "bare-state" => {
-                        black_box(api.call_state(&mut store, me, 1).unwrap());
+                        black_box(api.call_state(store, me, 1).unwrap());
                     }
                     other => panic!("unknown workload {other}"),
                 }

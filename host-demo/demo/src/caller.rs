@@ -194,7 +194,7 @@ impl CallerShared {
                 return (200, "fallback");
             }
         };
-        let probe = permit.is_probe().unwrap_or(false);
+        let probe = permit.is_probe();
         let closed = !probe;
         counters.sent.fetch_add(1, Ordering::Relaxed);
         if probe {

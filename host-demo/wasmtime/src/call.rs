@@ -1,15 +1,18 @@
-//! The guarded call: acquire, run, classify, record, and a value to fall back on.
+//! The guarded call ([`tripgate_host::call`]) on the component's breaker.
 
 #[cfg(feature = "tokio")]
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tripgate_core::Classify;
+use tripgate_host::call::guarded;
+#[cfg(feature = "tokio")]
+use tripgate_host::call::guarded_async;
+use tripgate_host::Classify;
 
-use crate::{Breaker, Outcome, Permit};
+use crate::{Breaker, Outcome};
 
 /// The WIT's outcome for the core's: every Rust host classifies by the core's rules
-/// ([`Classify`], [`tripgate_core::error_outcome`]) and this host hands the result to the
+/// ([`Classify`], [`tripgate_host::error_outcome`]) and this host hands the result to the
 /// component. (The reverse needs no function: the component validates a WIT outcome.)
 impl From<tripgate_core::Outcome> for Outcome {
     fn from(outcome: tripgate_core::Outcome) -> Self {
@@ -27,87 +30,57 @@ impl From<tripgate_core::Outcome> for Outcome {
     }
 }
 
-/// Why a guarded call gives no good value: the core's, shared with every Rust host; its
-/// `Host` case carries the error of a component call that failed (never expected: the
-/// component does not trap on input).
-pub type CallError<R> = tripgate_core::CallError<R, anyhow::Error>;
+/// Why a guarded call gives no good value, as every Rust host gives it; its `Host` case
+/// carries the error of a component call that failed.
+pub type CallError<R> = tripgate_host::CallError<R, anyhow::Error>;
 
 impl Breaker {
-    fn admit<R>(&self) -> Result<Permit, CallError<R>> {
-        self.acquire()?.decision.map_err(CallError::Rejected)
-    }
-
-    fn finish<R>(
-        permit: Permit,
-        outcome: impl Into<Outcome>,
-        result: R,
-    ) -> Result<R, CallError<R>> {
-        CallError::verdict(permit.record(outcome)?.class, result)
-    }
-
     /// Runs `f` if the breaker admits it, records how its result [classifies](Classify),
     /// and returns the result, or why there is no good one.
     ///
     /// A synchronous closure cannot be interrupted: `timeout` is the call's budget (give
-    /// it to your socket as its read timeout), and a call that returns after it is
-    /// recorded as a `timeout` fault and returned as [`CallError::Failed`]. If `f` panics,
-    /// its permit is released as `cancelled`.
+    /// it to your socket as its read timeout), and a call that returns after it, by the
+    /// breaker's clock, is recorded as a `timeout` fault and returned as
+    /// [`CallError::Failed`]. If `f` panics, its permit is released as `cancelled`.
     pub fn call<R: Classify>(
         &self,
         timeout: Duration,
         f: impl FnOnce() -> R,
     ) -> Result<R, CallError<R>> {
-        self.call_with(timeout, f, R::outcome)
+        guarded(self, timeout, f, R::outcome)
     }
 
-    /// [`Self::call`] with your own classifier (returning the core's or the WIT's outcome).
-    pub fn call_with<R, O: Into<Outcome>>(
+    /// [`Self::call`] with your own classifier.
+    pub fn call_with<R>(
         &self,
         timeout: Duration,
         f: impl FnOnce() -> R,
-        classify: impl FnOnce(&R) -> O,
+        classify: impl FnOnce(&R) -> tripgate_core::Outcome,
     ) -> Result<R, CallError<R>> {
-        let permit = self.admit()?;
-        let started = Instant::now();
-        let result = f();
-        let outcome = if started.elapsed() > timeout {
-            Outcome::Timeout
-        } else {
-            classify(&result).into()
-        };
-        Self::finish(permit, outcome, result)
+        guarded(self, timeout, f, classify)
     }
 
-    /// Awaits `future` if the breaker admits it, for at most `timeout`: past it the future
-    /// is dropped, a `timeout` fault is recorded and [`CallError::TimedOut`] returned. If
-    /// the caller drops this future, the permit is released as `cancelled`.
+    /// Awaits `future` if the breaker admits it, for at most `timeout` (tokio's timer):
+    /// past it the future is dropped, a `timeout` fault is recorded and
+    /// [`CallError::TimedOut`] returned. If the caller drops this future, the permit is
+    /// released as `cancelled`.
     #[cfg(feature = "tokio")]
     pub async fn call_async<R: Classify>(
         &self,
         timeout: Duration,
         future: impl Future<Output = R>,
     ) -> Result<R, CallError<R>> {
-        self.call_async_with(timeout, future, R::outcome).await
+        guarded_async(self, timeout, future, R::outcome).await
     }
 
     /// [`Self::call_async`] with your own classifier.
     #[cfg(feature = "tokio")]
-    pub async fn call_async_with<R, O: Into<Outcome>>(
+    pub async fn call_async_with<R>(
         &self,
         timeout: Duration,
         future: impl Future<Output = R>,
-        classify: impl FnOnce(&R) -> O,
+        classify: impl FnOnce(&R) -> tripgate_core::Outcome,
     ) -> Result<R, CallError<R>> {
-        let permit = self.admit()?;
-        match tokio::time::timeout(timeout, future).await {
-            Ok(result) => {
-                let outcome = classify(&result);
-                Self::finish(permit, outcome, result)
-            }
-            Err(_) => {
-                permit.record(Outcome::Timeout)?;
-                Err(CallError::TimedOut(timeout))
-            }
-        }
+        guarded_async(self, timeout, future, classify).await
     }
 }

@@ -54,32 +54,39 @@
 
 mod call;
 mod config;
-#[cfg(feature = "prometheus")]
-pub mod prometheus;
-mod registry;
-#[cfg(feature = "tracing")]
-pub mod trace;
+mod host;
 
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
-use tripgate_core::lock::Guard;
-use tripgate_core::{HandleAdmission, HandleRecord, ListenerSlot, Lock, Refusal, NO_KEY};
+use tripgate_core::NO_KEY;
+use tripgate_host::lock::Guard;
+use tripgate_host::{ListenerSlot, Lock};
 use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Engine, ResourceLimiter, Store};
 
 pub use call::CallError;
 pub use config::ConfigError;
-pub use registry::{Readings, Registry};
 /// The core this host runs inside the component, for its outcome and classification types.
 pub use tripgate_core;
-pub use tripgate_core::{Classify, Status};
-pub use tripgate_core::{
-    Clock, CoarseClock, Config, FakeClock, GrpcSet, MonotonicClock, QuantaClock, StatusSet,
-    MILLISECOND, SECOND,
+pub use tripgate_core::{Config, GrpcSet, StatusSet, MILLISECOND, SECOND};
+/// `prometheus-client` collectors over a breaker or a registry (feature `prometheus`).
+#[cfg(feature = "prometheus")]
+pub use tripgate_host::prometheus;
+/// Transitions as `tracing` events (feature `tracing`).
+#[cfg(feature = "tracing")]
+pub use tripgate_host::trace;
+pub use tripgate_host::{
+    Classify, Clock, CoarseClock, FakeClock, MonotonicClock, QuantaClock, Status,
 };
+/// What [`Registry::readings`] found.
+pub type Readings = tripgate_host::Readings<anyhow::Error>;
+
+/// Named breakers, one per upstream, each in an instance of its own (so a hot upstream's
+/// breaker never waits on another's lock): `Registry::new(runtime, config)`.
+pub type Registry = tripgate_host::Registry<Breaker>;
 
 /// The code `bindgen!` generates from `wit/breaker.wit` (its docs are the WIT's).
 #[allow(missing_docs)]
@@ -261,12 +268,6 @@ impl Guest {
         (api, &mut self.store)
     }
 
-    /// The permit resource's functions and the store, borrowed apart.
-    fn permits(&mut self) -> (wit::GuestPermit<'_>, &mut Store<HostState>) {
-        let api = self.bindings.tripgate_breaker_circuit_breaker().permit();
-        (api, &mut self.store)
-    }
-
     /// The interface's own functions (the keyed hot path) and the store, borrowed apart.
     fn hot(&mut self) -> (&wit::Guest, &mut Store<HostState>) {
         (
@@ -390,30 +391,58 @@ impl BreakerShared {
         Ok(f(&api, store, self.resource)?)
     }
 
-    /// Records through a hot-path call (`record-flat`, `record-handle`), reading the
-    /// transitions it counted in the same hold of the guest.
+    /// Records a ticket's outcome through `record-keyed`, reading the transitions it
+    /// counted in the same hold of the guest.
     #[inline]
-    fn judge(
-        &self,
-        outcome: &Outcome,
-        call: impl FnOnce(&wit::Guest, &mut Store<HostState>, u32, u64) -> wasmtime::Result<i32>,
-    ) -> Result<Recorded> {
+    fn judge(&self, ticket: u64, outcome: Outcome) -> Result<Recorded> {
         let now = self.now();
         let mut guest = self.instance.lock();
         let (api, store) = guest.hot();
-        let code = call(api, store, self.key, now)?;
-        let judged = match HandleRecord::decode_result(code) {
-            Some(Ok(judged)) => judged,
-            Some(Err(refusal)) => return Err(RecordError::of(refusal, outcome).into()),
-            None => return Err(RecordError::Unexpected(code).into()),
+        let judged = match api.call_record_keyed(store, self.key, ticket, outcome, now)? {
+            Ok(judged) => judged,
+            Err(refused) => return Err(RecordError::of(refused).into()),
         };
-        let transitions = self.counted(guest, judged.transitions)?;
+        let transitions = self.counted(
+            guest,
+            u8::from(judged.notes.contains(wit::OutcomeNotes::TRANSITIONED)),
+        )?;
         Ok(Recorded {
-            class: judged.class,
-            slow: judged.slow,
-            stale: judged.stale,
+            class: core_case(Class::from_code, judged.class as u8),
+            slow: judged.notes.contains(wit::OutcomeNotes::SLOW),
+            stale: judged.notes.contains(wit::OutcomeNotes::STALE),
             transitions,
         })
+    }
+
+    /// Admits through `acquire-keyed`: the ticket, or the rejection, with the transitions
+    /// the call caused.
+    #[inline]
+    fn admit(&self) -> Result<(Result<wit::Ticketed, Rejection>, Vec<Transition>)> {
+        let now = self.now();
+        let mut guest = self.instance.lock();
+        let (api, store) = guest.hot();
+        let (decision, count) = match api.call_acquire_keyed(store, self.key, now)? {
+            wit::KeyedAdmission::Admitted(admitted) => {
+                let count = u8::from(admitted.notes.contains(wit::AdmissionNotes::TRANSITIONED));
+                (Ok(admitted), count)
+            }
+            wit::KeyedAdmission::Rejected(rejected) => {
+                let count = u8::from(rejected.transitioned);
+                (Err(core_rejection(&rejected.rejection)), count)
+            }
+            wit::KeyedAdmission::UnknownKey => return Err(unknown_key(self.key)),
+        };
+        match self.counted(guest, count) {
+            Ok(transitions) => Ok((decision, transitions)),
+            Err(error) => {
+                // The transitions could not be read: give an admitted ticket back rather
+                // than leave it out.
+                if let Ok(admitted) = decision {
+                    let _ = self.judge(admitted.ticket, Outcome::Ignored);
+                }
+                Err(error)
+            }
+        }
     }
 
     /// The `count` transitions a hot-path call said it caused, with the guest released: in
@@ -485,19 +514,17 @@ pub struct Admission {
     pub transitions: Vec<Transition>,
 }
 
-/// A permit as a plain number: a handle into the breaker's table of outstanding permits
-/// (the component's scalar path, `acquire-handle`). It is `Copy`: nothing stops a copy or
-/// a forgotten outcome, so record it once; a handle recorded twice, or never issued by
-/// this breaker, records a stale outcome that counts nothing. Handles of ended epochs
-/// that were never recorded are dropped as the table grows.
+/// A permit as a plain number: a *ticket* naming the permit in the breaker's table of
+/// outstanding permits (the WIT's keyed hot path). It is `Copy`: nothing stops a copy or a
+/// forgotten outcome, so record it once; a ticket recorded twice, or issued by another
+/// breaker, records a stale outcome that counts nothing. Tickets of ended epochs that were
+/// never recorded are dropped as the table fills.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct RawPermit(pub u32);
-
-impl RawPermit {
+pub struct RawPermit {
+    /// The ticket.
+    pub ticket: u64,
     /// Whether this call is a half-open probe.
-    pub fn is_probe(self) -> bool {
-        self.0 & 1 == 1
-    }
+    pub probe: bool,
 }
 
 /// What [`Breaker::acquire_raw`] decided.
@@ -522,32 +549,28 @@ pub struct Recorded {
     pub transitions: Vec<Transition>,
 }
 
-/// An outcome the breaker refused. Nothing was counted. The `Display` text is the core's.
+/// An outcome the breaker refused. Nothing was counted, and the permit is still out.
+/// The `Display` text is the core's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RecordError {
     /// An HTTP status outside 100–599, or a gRPC code above 16.
     Outcome(tripgate_core::OutcomeError),
-    /// The permit was issued by another breaker (it was released on its own breaker).
-    ForeignPermit,
-    /// The permit was recorded already.
-    MalformedPermit,
     /// The component has no breaker under this breaker's key (a mismatched build: the
     /// library holds the breaker's handle, so its key stays valid).
     UnknownBreaker,
-    /// The component answered with a code no version of it gives (a mismatched build).
-    Unexpected(i32),
+    /// The component refused a permit of another breaker (a mismatched build: the keyed
+    /// path records another breaker's ticket as stale).
+    ForeignPermit,
 }
 
 impl RecordError {
-    fn of(refusal: Refusal, outcome: &Outcome) -> Self {
+    fn of(refused: wit::RecordError) -> Self {
         use tripgate_core::OutcomeError as E;
-        match (refusal, outcome) {
-            (Refusal::InvalidStatus, Outcome::Status(code)) => Self::Outcome(E::Status(*code)),
-            (Refusal::InvalidGrpcCode, Outcome::Grpc(code)) => Self::Outcome(E::GrpcCode(*code)),
-            (Refusal::ForeignPermit, _) => Self::ForeignPermit,
-            (Refusal::MalformedPermit, _) => Self::MalformedPermit,
-            (Refusal::UnknownBreaker, _) => Self::UnknownBreaker,
-            (refusal, _) => Self::Unexpected(refusal.code()),
+        match refused {
+            wit::RecordError::InvalidStatus(code) => Self::Outcome(E::Status(code)),
+            wit::RecordError::InvalidGrpcCode(code) => Self::Outcome(E::GrpcCode(code)),
+            wit::RecordError::UnknownKey => Self::UnknownBreaker,
+            wit::RecordError::ForeignPermit => Self::ForeignPermit,
         }
     }
 }
@@ -556,12 +579,8 @@ impl fmt::Display for RecordError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Outcome(error) => write!(f, "{error}"),
-            Self::ForeignPermit => f.write_str("the permit was issued by another breaker"),
-            Self::MalformedPermit => f.write_str("the permit was recorded already"),
             Self::UnknownBreaker => f.write_str("the component has no breaker under this key"),
-            Self::Unexpected(code) => {
-                write!(f, "the component answered {code}, which no version gives")
-            }
+            Self::ForeignPermit => f.write_str("the permit was issued by another breaker"),
         }
     }
 }
@@ -590,55 +609,27 @@ impl Breaker {
     /// Admits a call or turns it away, at the clock's `now`.
     #[inline]
     pub fn acquire(&self) -> Result<Admission> {
-        let shared = &*self.shared;
-        let now = shared.now();
-        let mut guest = shared.instance.lock();
-        let (api, store) = guest.hot();
-        let Some(acquired) = api.call_acquire_flat(store, shared.key, now)? else {
-            return Err(unknown_key(shared.key));
-        };
-        // Made first, so that a failed read of the transitions still releases the permit.
-        let decision = acquired.decision.map(|resource| Permit {
-            breaker: Arc::clone(&self.shared),
-            resource: Some(resource),
-        });
-        let transitions = shared.counted(guest, acquired.transitions)?;
+        let (decision, transitions) = self.shared.admit()?;
         Ok(Admission {
-            decision: decision.map_err(|r| core_rejection(&r)),
+            decision: decision.map(|admitted| Permit {
+                breaker: Arc::clone(&self.shared),
+                ticket: Some(admitted.ticket),
+                probe: admitted.notes.contains(wit::AdmissionNotes::PROBE),
+            }),
             transitions,
         })
     }
 
-    /// [`Self::acquire`] with a plain-number permit (see [`RawPermit`]): no resource to
-    /// create and drop, and every result a single number across the boundary.
+    /// [`Self::acquire`] with a plain-number permit (see [`RawPermit`]): nothing is
+    /// recorded for it when it is dropped.
     #[inline]
     pub fn acquire_raw(&self) -> Result<RawAdmission> {
-        let shared = &*self.shared;
-        let now = shared.now();
-        let mut guest = shared.instance.lock();
-        let (api, store) = guest.hot();
-        let code = api.call_acquire_handle(store, shared.key, now)?;
-        let (decision, count) = match HandleAdmission::decode(code) {
-            Some(HandleAdmission::Admitted {
-                handle,
-                transitions,
-            }) => (Ok(RawPermit(handle)), transitions),
-            Some(HandleAdmission::Rejected {
-                rejection,
-                transitions,
-            }) => (Err(rejection), transitions),
-            None if code == HandleAdmission::UNKNOWN_BREAKER => {
-                return Err(unknown_key(shared.key))
-            }
-            None => {
-                return Err(anyhow!(
-                    "the component answered {code}, which no version gives"
-                ))
-            }
-        };
-        let transitions = shared.counted(guest, count)?;
+        let (decision, transitions) = self.shared.admit()?;
         Ok(RawAdmission {
-            decision,
+            decision: decision.map(|admitted| RawPermit {
+                ticket: admitted.ticket,
+                probe: admitted.notes.contains(wit::AdmissionNotes::PROBE),
+            }),
             transitions,
         })
     }
@@ -646,10 +637,7 @@ impl Breaker {
     /// Records a raw permit's outcome. An invalid outcome is a [`RecordError`] and the
     /// raw permit stays out.
     pub fn record_raw(&self, permit: RawPermit, outcome: impl Into<Outcome>) -> Result<Recorded> {
-        let outcome = outcome.into();
-        self.shared.judge(&outcome, |api, store, key, now| {
-            api.call_record_handle(store, key, permit.0, outcome, now)
-        })
+        self.shared.judge(permit.ticket, outcome.into())
     }
 
     /// The effective state now.
@@ -801,94 +789,50 @@ impl Breaker {
 }
 
 /// Admission for one call. Record it once with [`Permit::record`]; dropping it instead
-/// releases it as `cancelled` (counts as nothing).
+/// records it as `cancelled` (counts as nothing).
 pub struct Permit {
     breaker: Arc<BreakerShared>,
     /// `None` once recorded.
-    resource: Option<ResourceAny>,
+    ticket: Option<u64>,
+    probe: bool,
 }
 
 impl fmt::Debug for Permit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Permit").finish_non_exhaustive()
+        f.debug_struct("Permit")
+            .field("ticket", &self.ticket)
+            .field("probe", &self.probe)
+            .finish_non_exhaustive()
     }
 }
 
 impl Permit {
-    fn resource(&self) -> Result<ResourceAny> {
-        self.resource
-            .ok_or_else(|| anyhow!("permit already recorded"))
-    }
-
-    fn ask<T>(
-        &self,
-        f: impl FnOnce(&wit::GuestPermit<'_>, &mut Store<HostState>, ResourceAny) -> wasmtime::Result<T>,
-    ) -> Result<T> {
-        let resource = self.resource()?;
-        let mut guest = self.breaker.instance.lock();
-        let (api, store) = guest.permits();
-        Ok(f(&api, store, resource)?)
-    }
-
     /// Whether this call is a half-open probe.
-    pub fn is_probe(&self) -> Result<bool> {
-        self.ask(|api, store, me| api.call_is_probe(store, me))
+    pub fn is_probe(&self) -> bool {
+        self.probe
     }
 
-    /// The epoch the permit was issued in.
-    pub fn epoch(&self) -> Result<u64> {
-        self.ask(|api, store, me| api.call_epoch(store, me))
-    }
-
-    /// Hands the permit back with its call's outcome, at the clock's `now`.
+    /// Hands the permit back with its call's outcome, at the clock's `now`. An invalid
+    /// outcome is a [`RecordError`]; the permit is then released as `cancelled`.
+    #[inline]
     pub fn record(mut self, outcome: impl Into<Outcome>) -> Result<Recorded> {
-        let Some(resource) = self.resource.take() else {
+        let Some(ticket) = self.ticket else {
             return Err(anyhow!("permit already recorded"));
         };
-        deliver(&self.breaker, resource, outcome.into())
-    }
-
-    /// Hands the permit to `breaker` (normally the one that issued it; any other refuses
-    /// it with [`RecordError::ForeignPermit`] and releases it on its own breaker).
-    pub fn record_on(mut self, breaker: &Breaker, outcome: impl Into<Outcome>) -> Result<Recorded> {
-        if !Arc::ptr_eq(&breaker.shared.instance, &self.breaker.instance) {
-            // Another instance cannot even see the handle: refuse it as the component
-            // refuses a foreign permit, and release it on its own breaker (by `Drop`).
-            return Err(RecordError::ForeignPermit.into());
+        let recorded = self.breaker.judge(ticket, outcome.into());
+        if recorded.is_ok() {
+            self.ticket = None;
         }
-        let resource = self.take()?;
-        deliver(&breaker.shared, resource, outcome.into())
+        // Refused: `Drop` releases it as `cancelled`.
+        recorded
     }
-
-    fn take(&mut self) -> Result<ResourceAny> {
-        self.resource
-            .take()
-            .ok_or_else(|| anyhow!("permit already recorded"))
-    }
-}
-
-/// Records `outcome` for the permit `resource` on `breaker`, at its clock's `now`.
-#[inline]
-fn deliver(breaker: &BreakerShared, resource: ResourceAny, outcome: Outcome) -> Result<Recorded> {
-    breaker.judge(&outcome, |api, store, key, now| {
-        api.call_record_flat(store, key, resource, outcome, now)
-    })
 }
 
 impl Drop for Permit {
-    /// Records `cancelled` at the clock's `now` (the guest's destructor would use the
-    /// breaker's latest instant instead, having no clock), which also drops the handle.
+    /// Records `cancelled` at the clock's `now`.
     fn drop(&mut self) {
-        if let Some(resource) = self.resource.take() {
-            let recorded = self
-                .breaker
-                .judge(&Outcome::Cancelled, |api, store, key, now| {
-                    api.call_record_flat(store, key, resource, Outcome::Cancelled, now)
-                });
-            if recorded.is_err() {
-                let mut guest = self.breaker.instance.lock();
-                let _ = resource.resource_drop(&mut guest.store);
-            }
+        if let Some(ticket) = self.ticket.take() {
+            let _ = self.breaker.judge(ticket, Outcome::Cancelled);
         }
     }
 }

@@ -103,12 +103,24 @@ fn sync_calls_classify_record_and_fall_back() {
 }
 
 #[test]
-fn a_sync_call_past_its_timeout_is_a_timeout_fault() {
-    let (runtime, _clock) = common::fake(0);
+fn a_sync_call_past_its_budget_by_the_breakers_clock_is_a_timeout_fault() {
+    let (runtime, clock) = common::fake(0);
     let breaker = runtime.breaker(&Config::default()).unwrap();
-    // The budget is zero: any call takes longer. (No sleep: the closure returns at once.)
-    let late = breaker.call(Duration::ZERO, || Ok::<_, io::Error>(Status(200)));
+    // The call "takes" 200 ms on the breaker's fake clock, against a 100 ms budget: the
+    // guarded call times it on the breaker's clock, not on the machine's.
+    let late = breaker.call(Duration::from_millis(100), || {
+        clock.advance(SECOND / 5);
+        Ok::<_, io::Error>(Status(200))
+    });
     assert!(matches!(late, Err(CallError::Failed(Ok(Status(200))))));
+    assert_eq!(breaker.metrics().unwrap().faults_total, 1);
+    // Within budget by that clock, the same answer is a success, however long the machine
+    // took.
+    let on_time = breaker.call(Duration::from_millis(100), || {
+        std::thread::yield_now();
+        Ok::<_, io::Error>(Status(200))
+    });
+    assert!(on_time.is_ok());
     assert_eq!(breaker.metrics().unwrap().faults_total, 1);
     // A custom classifier.
     let custom = breaker.call_with(
@@ -116,9 +128,9 @@ fn a_sync_call_past_its_timeout_is_a_timeout_fault() {
         || "busy",
         |r| {
             if *r == "busy" {
-                Outcome::Status(429)
+                tripgate_core::Outcome::status(429).unwrap()
             } else {
-                Outcome::Success
+                tripgate_core::Outcome::Success
             }
         },
     );
@@ -212,9 +224,16 @@ fn the_registry_keeps_one_breaker_per_name() {
     assert_eq!(payments.state().unwrap(), State::Closed);
 
     assert_eq!(registry.names(), ["identity", "payments"]);
-    let metrics = registry.metrics().unwrap();
-    assert_eq!(metrics["identity"].state, State::Open);
-    assert_eq!(metrics["payments"].faults_total, 1);
+    let readings = registry.readings();
+    assert!(readings.failed.is_empty());
+    let names: Vec<&str> = readings
+        .read
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(names, ["identity", "payments"]);
+    assert_eq!(readings.read[0].1.metrics.state, State::Open);
+    assert_eq!(readings.read[1].1.metrics.faults_total, 1);
     assert!(registry.remove("identity").is_some());
     assert_eq!(registry.names(), ["payments"]);
 }

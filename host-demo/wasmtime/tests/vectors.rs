@@ -151,7 +151,7 @@ impl Subject for Wasm {
         let admission = self.at(now).acquire()?;
         let decision = match admission.decision {
             Ok(permit) => Decision::Admitted {
-                probe: permit.is_probe()?,
+                probe: permit.is_probe(),
                 permit: Held(Some(permit)),
             },
             Err(r) => Decision::Rejected {

@@ -219,7 +219,7 @@ fn call_once(
         }
         Ok(permit) => {
             counts.calls.fetch_add(1, Ordering::Relaxed);
-            let probe = permit.is_probe().unwrap_or(false);
+            let probe = permit.is_probe();
             let outcome = match get(upstream, label, probe) {
                 Ok(status) => Outcome::Status(status),
                 Err(_) => Outcome::ConnectionError,

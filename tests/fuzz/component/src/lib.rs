@@ -3,8 +3,8 @@
 //! The body of the `component` fuzz target: one fresh instance of the tripgate component
 //! in wasmtime per input, driven through the bare `bindgen!` bindings (no host library
 //! in between) with arbitrary WIT values — configs with absent fields, bad codes and
-//! non-finite factors; outcomes with bad statuses and gRPC codes; raw permits with forged
-//! tickets; snapshot bytes of every kind; instants anywhere on the clock; permits given to
+//! non-finite factors; outcomes with bad statuses and gRPC codes; keyed tickets recorded
+//! twice, on the wrong breaker, or forged; snapshot bytes of every kind; instants anywhere on the clock; permits given to
 //! the wrong breaker, dropped, or outliving their breaker's handle, in any order.
 //!
 //! Checked: the instance never traps (every error is a value), and every answer is the one
@@ -76,6 +76,8 @@ fn ok<T>(result: wasmtime::Result<T>, what: &str) -> T {
 struct Mirror {
     /// `None` once the host dropped its handle (its permits keep it alive in the guest).
     handle: Option<ResourceAny>,
+    /// The breaker's key, for the keyed hot path.
+    key: u32,
     native: core_api::Breaker,
 }
 
@@ -92,7 +94,10 @@ struct Fuzz {
     api: bindings::Tripgate,
     breakers: Vec<Mirror>,
     permits: Vec<Held>,
-    raws: Vec<(usize, wit::RawPermit)>,
+    /// Tickets out: the ticket, the breaker that issued it, the mirror's permit.
+    tickets: Vec<(u64, usize, core_api::RawPermit)>,
+    /// Tickets recorded already, to record again.
+    spent: Vec<u64>,
     snapshots: Vec<Vec<u8>>,
 }
 
@@ -267,7 +272,8 @@ impl Fuzz {
             api,
             breakers: Vec::new(),
             permits: Vec::new(),
-            raws: Vec::new(),
+            tickets: Vec::new(),
+            spent: Vec::new(),
             snapshots: Vec::new(),
         }
     }
@@ -289,9 +295,9 @@ impl Fuzz {
         match u.int_in_range(0..=21)? {
             0 => self.create(u),
             1..=4 => self.acquire(u),
-            5 | 6 => self.acquire_raw(u),
+            5 | 6 => self.acquire_keyed(u),
             7..=10 => self.record(u),
-            11 | 12 => self.record_raw(u),
+            11 | 12 => self.record_keyed(u),
             13 => self.read(u),
             14 => self.manual(u),
             15 => self.export(u),
@@ -312,10 +318,14 @@ impl Fuzz {
         let api = self.api.tripgate_breaker_circuit_breaker().breaker();
         let created = ok(api.call_create(&mut self.store, &config, now), "create");
         match (created, expected) {
-            (Ok(handle), Ok(c)) => self.breakers.push(Mirror {
-                handle: Some(handle),
-                native: core_api::Breaker::new(c, now).expect("validated"),
-            }),
+            (Ok(handle), Ok(c)) => {
+                let key = ok(api.call_key(&mut self.store, handle), "key");
+                self.breakers.push(Mirror {
+                    handle: Some(handle),
+                    key,
+                    native: core_api::Breaker::new(c, now).expect("validated"),
+                });
+            }
             (Err(got), Err(want)) => {
                 assert_eq!(got.field as u8, want.field.code(), "config error field");
                 assert_eq!(got.message, want.to_string(), "config error message");
@@ -350,28 +360,54 @@ impl Fuzz {
         Ok(())
     }
 
-    fn acquire_raw(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
-        let Some((i, handle)) = self.pick(u)? else {
+    /// The transitions a keyed call flagged, read with `last-transitions` as a host does.
+    fn flagged(&mut self, i: usize, flagged: bool, want: &core_api::Transitions, what: &str) {
+        assert_eq!(flagged, !want.is_empty(), "{what}: transitions flagged");
+        if flagged {
+            let handle = self.breakers[i].handle.expect("a live breaker");
+            let api = self.api.tripgate_breaker_circuit_breaker().breaker();
+            let listed = ok(
+                api.call_last_transitions(&mut self.store, handle),
+                "last-transitions",
+            );
+            transitions(&listed, want, what);
+        }
+    }
+
+    fn acquire_keyed(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        let Some((i, _)) = self.pick(u)? else {
             return Ok(());
         };
         let now = self.reading(u, i)?;
-        let api = self.api.tripgate_breaker_circuit_breaker().breaker();
+        let key = self.breakers[i].key;
+        let api = self.api.tripgate_breaker_circuit_breaker();
         let got = ok(
-            api.call_acquire_raw(&mut self.store, handle, now),
-            "acquire-raw",
+            api.call_acquire_keyed(&mut self.store, key, now),
+            "acquire-keyed",
         );
         let want = self.breakers[i].native.acquire(now);
-        transitions(&got.transitions, &want.transitions, "acquire-raw");
-        match (got.decision, want.decision) {
-            (Ok(raw), Ok(permit)) => {
-                let native = permit.into_raw();
-                assert_eq!((raw.ticket, raw.started), (native.ticket, native.started));
-                if self.raws.len() < MAX_PERMITS {
-                    self.raws.push((i, raw));
+        match (got, want.decision) {
+            (wit::KeyedAdmission::Admitted(admitted), Ok(permit)) => {
+                let notes = admitted.notes;
+                let flagged = notes.contains(wit::AdmissionNotes::TRANSITIONED);
+                self.flagged(i, flagged, &want.transitions, "acquire-keyed");
+                let probe = notes.contains(wit::AdmissionNotes::PROBE);
+                assert_eq!(probe, permit.is_probe(), "acquire-keyed: probe");
+                assert_eq!(
+                    admitted.ticket >> 32,
+                    u64::from(key),
+                    "a ticket carries its key"
+                );
+                // Past the cap the ticket stays out, unrecorded, in both.
+                if self.tickets.len() < MAX_PERMITS {
+                    self.tickets.push((admitted.ticket, i, permit.into_raw()));
                 }
             }
-            (Err(got), Err(want)) => rejection(&got, &want, "acquire-raw"),
-            (got, want) => panic!("acquire-raw: component {got:?}, native {want:?}"),
+            (wit::KeyedAdmission::Rejected(got), Err(rejected)) => {
+                self.flagged(i, got.transitioned, &want.transitions, "acquire-keyed");
+                rejection(&got.rejection, &rejected, "acquire-keyed");
+            }
+            (got, want) => panic!("acquire-keyed: component {got:?}, native {want:?}"),
         }
         Ok(())
     }
@@ -435,47 +471,64 @@ impl Fuzz {
         Ok(())
     }
 
-    /// A raw permit: one issued (to this breaker or another, maybe recorded before) or a
-    /// forged ticket.
-    fn record_raw(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
-        let Some((i, handle)) = self.pick(u)? else {
+    /// A ticket recorded on a breaker the input picks: one out (usually on its own
+    /// breaker), one recorded already, or a forged one; with an outcome that may be
+    /// invalid. Anything but a ticket out on this breaker records as stale.
+    fn record_keyed(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+        let Some((i, _)) = self.pick(u)? else {
             return Ok(());
         };
-        let raw = if !self.raws.is_empty() && u.ratio(3, 4)? {
-            let k = u.choose_index(self.raws.len())?;
-            if u.ratio(3, 4)? {
-                self.raws.swap_remove(k).1
-            } else {
-                self.raws[k].1
-            }
+        let ticket = if !self.tickets.is_empty() && u.ratio(3, 4)? {
+            self.tickets[u.choose_index(self.tickets.len())?].0
+        } else if !self.spent.is_empty() && u.ratio(1, 2)? {
+            self.spent[u.choose_index(self.spent.len())?]
         } else {
-            wit::RawPermit {
-                ticket: input::number(u)?,
-                started: input::number(u)?,
-            }
+            input::number(u)?
         };
         let (wit_outcome, core_outcome) = outcome(u)?;
         let now = self.reading(u, i)?;
-        let api = self.api.tripgate_breaker_circuit_breaker().breaker();
+        let key = self.breakers[i].key;
+        let api = self.api.tripgate_breaker_circuit_breaker();
         let got = ok(
-            api.call_record_raw(&mut self.store, handle, raw, wit_outcome, now),
-            "record-raw",
+            api.call_record_keyed(&mut self.store, key, ticket, wit_outcome, now),
+            "record-keyed",
         );
-        let native_raw = core_api::RawPermit {
-            ticket: raw.ticket,
-            started: raw.started,
+        let outcome = match core_outcome {
+            Err(error) => {
+                // Refused: the ticket stays out.
+                assert_eq!(got, Err(error), "record-keyed: an invalid outcome");
+                return Ok(());
+            }
+            Ok(outcome) => outcome,
         };
-        let want = match core_outcome {
-            Err(error) => Err(error),
-            Ok(outcome) => self.breakers[i]
-                .native
-                .record_raw(native_raw, outcome, now)
-                .map_err(|_| wit::RecordError::MalformedPermit),
+        let got = got.unwrap_or_else(|e| panic!("record-keyed refused: {e:?}"));
+        let out = self
+            .tickets
+            .iter()
+            .position(|&(t, owner, _)| t == ticket && owner == i);
+        let native = &mut self.breakers[i].native;
+        let want = match out {
+            Some(k) => {
+                let (_, _, raw) = self.tickets.swap_remove(k);
+                if self.spent.len() < MAX_PERMITS {
+                    self.spent.push(ticket);
+                }
+                native.record(raw.into_permit().expect("issued"), outcome, now)
+            }
+            None => native.record_stale(outcome, now),
         };
-        match (got, want) {
-            (Ok(got), Ok(want)) => recorded(&got, &want, "record-raw"),
-            (got, want) => assert_eq!(got.err(), want.err(), "record-raw"),
-        }
+        let notes = got.notes;
+        assert_eq!(
+            (
+                got.class as u8,
+                notes.contains(wit::OutcomeNotes::SLOW),
+                notes.contains(wit::OutcomeNotes::STALE)
+            ),
+            (want.class.code(), want.slow && !want.stale, want.stale),
+            "record-keyed"
+        );
+        let flagged = notes.contains(wit::OutcomeNotes::TRANSITIONED);
+        self.flagged(i, flagged, &want.transitions, "record-keyed");
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, RwLock};
 
-use crate::transition::Transition;
+use tripgate_core::Transition;
 
 /// A transition listener.
 pub type Listener = Arc<dyn Fn(&Transition) + Send + Sync>;

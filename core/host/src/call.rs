@@ -1,12 +1,64 @@
-//! What a guarded call gives back instead of a good value: the error of every Rust
-//! host's `call` / `call_async` (`tripgate`, `tripgate-wasmtime`), written once so that
-//! both read and print the same.
+//! The guarded call, written once for every Rust host: acquire, run, classify, record,
+//! and a value to fall back on ([`CallError`]). Each host's `call`, `call_with`,
+//! `call_async` and `call_async_with` are these functions on its breaker.
 
-use core::convert::Infallible;
-use core::fmt;
-use core::time::Duration;
+use std::convert::Infallible;
+use std::fmt;
+#[cfg(feature = "tokio")]
+use std::future::Future;
+use std::time::Duration;
 
-use crate::{Class, Rejection};
+use tripgate_core::{Class, Outcome, Rejection};
+
+use crate::HostBreaker;
+
+/// Runs `f` if `breaker` admits it and records how `classify` reads its result.
+///
+/// A synchronous closure cannot be interrupted: `timeout` is the call's budget (give it to
+/// your socket as its read timeout). A call that returns after it, by the breaker's own
+/// clock, is recorded as a `timeout` fault and returned as [`CallError::Failed`]. If `f`
+/// panics, its permit is released as `cancelled` while the panic unwinds.
+pub fn guarded<B: HostBreaker, R>(
+    breaker: &B,
+    timeout: Duration,
+    f: impl FnOnce() -> R,
+    classify: impl FnOnce(&R) -> Outcome,
+) -> Result<R, CallError<R, B::Error>> {
+    let permit = breaker.admit()?.map_err(CallError::Rejected)?;
+    let started = breaker.now();
+    let result = f();
+    let took = breaker.now().saturating_sub(started);
+    let outcome = if u128::from(took) > timeout.as_nanos() {
+        Outcome::Timeout
+    } else {
+        classify(&result)
+    };
+    CallError::verdict(breaker.settle(permit, outcome)?, result)
+}
+
+/// Awaits `future` if `breaker` admits it, for at most `timeout` on tokio's timer: past
+/// it the future is dropped, a `timeout` fault is recorded and [`CallError::TimedOut`]
+/// returned. If the caller drops this future first, the permit is released as
+/// `cancelled`.
+#[cfg(feature = "tokio")]
+pub async fn guarded_async<B: HostBreaker, R>(
+    breaker: &B,
+    timeout: Duration,
+    future: impl Future<Output = R>,
+    classify: impl FnOnce(&R) -> Outcome,
+) -> Result<R, CallError<R, B::Error>> {
+    let permit = breaker.admit()?.map_err(CallError::Rejected)?;
+    match tokio::time::timeout(timeout, future).await {
+        Ok(result) => {
+            let outcome = classify(&result);
+            CallError::verdict(breaker.settle(permit, outcome)?, result)
+        }
+        Err(_) => {
+            breaker.settle(permit, Outcome::Timeout)?;
+            Err(CallError::TimedOut(timeout))
+        }
+    }
+}
 
 /// Why a guarded call gives no good value: fall back on it with `unwrap_or_else`.
 ///
@@ -76,13 +128,13 @@ impl<R, E: fmt::Display> fmt::Display for CallError<R, E> {
     }
 }
 
-impl<R: fmt::Debug, E: fmt::Debug + fmt::Display> core::error::Error for CallError<R, E> {}
+impl<R: fmt::Debug, E: fmt::Debug + fmt::Display> std::error::Error for CallError<R, E> {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{RejectReason, State};
-    use alloc::string::ToString;
+    use std::string::ToString;
+    use tripgate_core::{RejectReason, State};
 
     #[test]
     fn reads_and_prints_the_same_in_every_host() {

@@ -1,20 +1,21 @@
-//! The families of [`exposition`](crate::exposition) for the `prometheus-client` crate
-//! (feature `prometheus`): the encoding both Rust hosts share, and a [`Collector`] over
-//! any source of named snapshots.
+//! Prometheus metrics (feature `prometheus`): the families of
+//! [`exposition`](tripgate_core::exposition) for the `prometheus-client` crate, a
+//! [`Collector`] over any source of named readings, and collectors over one breaker or a
+//! whole [`Registry`] of any host.
 //!
 //! A scrape takes each breaker's snapshot once (the host's `metrics()`, one short hold of
 //! its lock) before writing anything, and nothing here runs on a call's path.
 
-use alloc::boxed::Box;
-use alloc::string::{String, ToString};
-use alloc::vec::Vec;
-use core::fmt;
+use std::fmt;
+use std::sync::Arc;
 
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType as ClientType;
 use prometheus_client::registry::Unit;
 
-use crate::exposition::{Family, MetricType, Reading, Value, BREAKER_LABEL, MAX_LABELS};
+use tripgate_core::exposition::{Family, MetricType, Reading, Value, BREAKER_LABEL, MAX_LABELS};
+
+use crate::{HostBreaker, MakeBreaker, Registry};
 
 /// Writes every family, with the series of every breaker in `breakers` (name, reading),
 /// into `encoder`: the Prometheus text format or OpenMetrics, whichever encoder the
@@ -69,8 +70,8 @@ pub fn encode<N: AsRef<str>>(
 type Snapshots = dyn Fn() -> Vec<(String, Reading)> + Send + Sync;
 
 /// A `prometheus-client` collector: register it with
-/// `registry.register_collector(Box::new(collector))`. The hosts build one over a breaker
-/// or a registry of theirs (`tripgate::prometheus`, `tripgate_wasmtime::prometheus`).
+/// `registry.register_collector(Box::new(collector))`. [`breaker`] and [`registry`] build
+/// one over a host's breakers.
 pub struct Collector {
     snapshots: Box<Snapshots>,
 }
@@ -94,6 +95,29 @@ impl prometheus_client::collector::Collector for Collector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
         encode(&mut encoder, &(self.snapshots)())
     }
+}
+
+/// A collector for one breaker (an `Arc` of one, or a breaker that is a handle already),
+/// labelled `breaker="name"`. A breaker that fails to answer is left out of that scrape.
+pub fn breaker<B: HostBreaker + Send + Sync + 'static>(
+    name: impl Into<String>,
+    breaker: B,
+) -> Collector {
+    let name = name.into();
+    Collector::new(move || match breaker.reading() {
+        Ok(reading) => vec![(name.clone(), reading)],
+        Err(_) => Vec::new(),
+    })
+}
+
+/// A collector for every breaker in `registry` at each scrape (breakers added later are
+/// scraped too), each labelled with its name.
+pub fn registry<B>(registry: Arc<Registry<B>>) -> Collector
+where
+    B: MakeBreaker + Send + Sync + 'static,
+    B::Maker: Send + Sync,
+{
+    Collector::new(move || registry.readings().read)
 }
 
 /// The `prometheus-client` this build encodes for (hosts re-export it, so a service

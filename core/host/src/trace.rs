@@ -2,10 +2,9 @@
 //! `breaker`, `from`, `to`, `reason`, `epoch`. The hosts install [`listener`] as a
 //! transition listener, so an event costs nothing on a call that changes no state.
 
-use alloc::string::String;
+use std::string::String;
 
-use crate::state::State;
-use crate::transition::Transition;
+use tripgate_core::{State, Transition};
 
 /// The target every event has (`RUST_LOG=tripgate=info` with `tracing-subscriber`).
 pub const TARGET: &str = "tripgate";

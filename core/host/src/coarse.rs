@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::time::{Clock, Nanos};
+use tripgate_core::Nanos;
+
+use crate::clock::Clock;
 
 /// How often the ticker thread refreshes the coarse reading: the precision of
 /// [`CoarseClock`].

@@ -46,7 +46,7 @@ unsafe impl<T: Send> Sync for Lock<T> {}
 ///
 /// ```compile_fail
 /// fn shared<T: Sync>(_: &T) {}
-/// let lock = tripgate_core::Lock::new(std::cell::Cell::new(0u64));
+/// let lock = tripgate_host::Lock::new(std::cell::Cell::new(0u64));
 /// shared(&lock.lock()); // `Cell` is not `Sync`, so neither is its guard
 /// ```
 pub struct Guard<'a, T> {

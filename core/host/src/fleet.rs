@@ -1,9 +1,10 @@
-//! What the adapter needs of a breaker: the fleet functions both Rust breakers expose, so
-//! the adapter drives either (features `native` and `wasmtime`) or any other host's.
+//! What a fleet adapter (`tripgate-redis`) needs of a breaker: the fleet functions every
+//! host exposes, so one adapter drives a breaker of any host.
 
 use tripgate_core::{Announcement, FleetApplied, FleetEvent, FleetStatus, State};
 
-/// A breaker's failure to answer (the wasmtime host can trap; the native breaker cannot).
+/// A breaker's failure to answer (the component can fail to be called; the native
+/// breaker cannot).
 pub type MemberError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What the adapter reads of the breaker besides its fleet status.
@@ -62,75 +63,5 @@ impl<M: Member> Member for std::sync::Arc<M> {
     }
     fn probe_timeout(&self) -> u64 {
         (**self).probe_timeout()
-    }
-}
-
-#[cfg(feature = "native")]
-impl<C> Member for tripgate::Breaker<C>
-where
-    C: tripgate_core::Clock + Send + Sync + 'static,
-{
-    fn apply(&self, event: FleetEvent) -> Result<FleetApplied, MemberError> {
-        Ok(self.fleet_apply(event).0)
-    }
-    fn votes(&self, votes: &[(u64, u64)]) -> Result<bool, MemberError> {
-        Ok(self.fleet_votes(votes))
-    }
-    fn store(&self, reachable: bool, lease: Option<u64>) -> Result<(), MemberError> {
-        self.fleet_store(reachable, lease);
-        Ok(())
-    }
-    fn take_announcement(&self) -> Result<Option<Announcement>, MemberError> {
-        Ok(self.fleet_take_announcement())
-    }
-    fn status(&self) -> Result<FleetStatus, MemberError> {
-        Ok(self.fleet_status())
-    }
-    fn view(&self) -> Result<View, MemberError> {
-        let m = self.metrics();
-        Ok(View {
-            state: m.state,
-            cooldown_remaining: m.cooldown_remaining,
-            probes_out: m.probes_out,
-        })
-    }
-    fn cooldown(&self) -> u64 {
-        self.config().cooldown
-    }
-    fn probe_timeout(&self) -> u64 {
-        self.config().probe_timeout
-    }
-}
-
-#[cfg(feature = "wasmtime")]
-impl Member for tripgate_wasmtime::Breaker {
-    fn apply(&self, event: FleetEvent) -> Result<FleetApplied, MemberError> {
-        Ok(self.fleet_apply(event)?.0)
-    }
-    fn votes(&self, votes: &[(u64, u64)]) -> Result<bool, MemberError> {
-        Ok(self.fleet_votes(votes)?)
-    }
-    fn store(&self, reachable: bool, lease: Option<u64>) -> Result<(), MemberError> {
-        Ok(self.fleet_store(reachable, lease)?)
-    }
-    fn take_announcement(&self) -> Result<Option<Announcement>, MemberError> {
-        Ok(self.fleet_take_announcement()?)
-    }
-    fn status(&self) -> Result<FleetStatus, MemberError> {
-        Ok(self.fleet_status()?)
-    }
-    fn view(&self) -> Result<View, MemberError> {
-        let m = self.metrics()?;
-        Ok(View {
-            state: m.state,
-            cooldown_remaining: m.cooldown_remaining,
-            probes_out: m.probes_out,
-        })
-    }
-    fn cooldown(&self) -> u64 {
-        tripgate_wasmtime::Breaker::cooldown(self)
-    }
-    fn probe_timeout(&self) -> u64 {
-        tripgate_wasmtime::Breaker::probe_timeout(self)
     }
 }

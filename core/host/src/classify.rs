@@ -6,15 +6,19 @@
 //! breaker's rules and nobody else's.
 //!
 //! ```
-//! use tripgate_core::{Classify, Outcome, Status};
+//! use tripgate_host::{Classify, Status};
+//! use tripgate_core::Outcome;
 //! assert_eq!(Status(503).outcome(), Outcome::status(503).unwrap());
-//! # #[cfg(feature = "std")] {
 //! let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
 //! assert_eq!(Err::<Status, _>(refused).outcome(), Outcome::ConnectionError);
-//! # }
 //! ```
 
-use crate::outcome::Outcome;
+use tripgate_core::Outcome;
+
+/// How deep an error's `source()` chain is followed, itself included: client errors wrap
+/// their cause a few levels deep (a request error, a connect error, an `io::Error`), and a
+/// chain that loops back on itself must still end. The JS package follows `cause` as deep.
+pub const MAX_CAUSES: usize = 8;
 
 /// How a call's result reads to the breaker.
 pub trait Classify {
@@ -61,7 +65,6 @@ impl<T: Classify, E: Classify> Classify for Result<T, E> {
     }
 }
 
-#[cfg(feature = "std")]
 mod io_rules {
     use std::error::Error;
     use std::io;
@@ -69,7 +72,7 @@ mod io_rules {
     use std::vec::Vec;
 
     use super::Classify;
-    use crate::outcome::Outcome;
+    use tripgate_core::Outcome;
 
     impl Classify for String {
         fn outcome(&self) -> Outcome {
@@ -116,24 +119,22 @@ mod io_rules {
     /// chain (itself included) classifies by its kind, so a client's "connect error" that
     /// wraps a refused connection is a `connection-error`; `timed_out` says which other
     /// error types mean a deadline passed (the caller's timer types: this crate knows no
-    /// runtime); anything else is a `failure`.
+    /// runtime); anything else is a `failure`. At most [`MAX_CAUSES`](super::MAX_CAUSES)
+    /// errors of the chain are looked at, so a chain that loops back on itself still ends.
     pub fn error_outcome(
         error: &(dyn Error + 'static),
         timed_out: impl Fn(&(dyn Error + 'static)) -> bool,
     ) -> Outcome {
-        let mut cause = Some(error);
-        while let Some(error) = cause {
+        for error in std::iter::successors(Some(error), |&e| e.source()).take(super::MAX_CAUSES) {
             if timed_out(error) {
                 return Outcome::Timeout;
             }
             if let Some(io) = error.downcast_ref::<io::Error>() {
                 return io.outcome();
             }
-            cause = error.source();
         }
         Outcome::Failure
     }
 }
 
-#[cfg(feature = "std")]
 pub use io_rules::error_outcome;

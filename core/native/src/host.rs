@@ -1,0 +1,84 @@
+//! The native breaker as the shared host machinery sees it: a [`HostBreaker`] (for the
+//! guarded call, the registry and the exporters) and a fleet [`Member`].
+
+use std::convert::Infallible;
+
+use tripgate_core::exposition::Reading;
+use tripgate_core::{
+    Announcement, Class, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus, Nanos,
+    Outcome, Rejection,
+};
+use tripgate_host::fleet::{Member, MemberError, View};
+use tripgate_host::{Clock, HostBreaker, ListenerSlot, MakeBreaker};
+
+use crate::{Breaker, Permit};
+
+impl<C: Clock> HostBreaker for Breaker<C> {
+    type Error = Infallible;
+    type Permit<'a>
+        = Permit<'a, C>
+    where
+        C: 'a;
+
+    fn now(&self) -> Nanos {
+        self.clock().now()
+    }
+
+    fn admit(&self) -> Result<Result<Permit<'_, C>, Rejection>, Infallible> {
+        Ok(self.acquire())
+    }
+
+    fn settle(&self, permit: Permit<'_, C>, outcome: Outcome) -> Result<Class, Infallible> {
+        Ok(permit.record(outcome).class)
+    }
+
+    fn reading(&self) -> Result<Reading, Infallible> {
+        Ok(Breaker::reading(self))
+    }
+
+    fn listeners(&self) -> &ListenerSlot {
+        self.listener_slot()
+    }
+}
+
+impl<C: Clock + Clone> MakeBreaker for Breaker<C> {
+    type Maker = C;
+    type MakeError = ConfigError;
+
+    fn make(clock: &C, config: &Config) -> Result<Self, ConfigError> {
+        Breaker::with_clock(*config, clock.clone())
+    }
+}
+
+impl<C: Clock + Send + Sync + 'static> Member for Breaker<C> {
+    fn apply(&self, event: FleetEvent) -> Result<FleetApplied, MemberError> {
+        Ok(self.fleet_apply(event).0)
+    }
+    fn votes(&self, votes: &[(u64, u64)]) -> Result<bool, MemberError> {
+        Ok(self.fleet_votes(votes))
+    }
+    fn store(&self, reachable: bool, lease: Option<u64>) -> Result<(), MemberError> {
+        self.fleet_store(reachable, lease);
+        Ok(())
+    }
+    fn take_announcement(&self) -> Result<Option<Announcement>, MemberError> {
+        Ok(self.fleet_take_announcement())
+    }
+    fn status(&self) -> Result<FleetStatus, MemberError> {
+        Ok(self.fleet_status())
+    }
+    fn view(&self) -> Result<View, MemberError> {
+        let m = self.metrics();
+        Ok(View {
+            state: m.state,
+            cooldown_remaining: m.cooldown_remaining,
+            probes_out: m.probes_out,
+        })
+    }
+    fn cooldown(&self) -> u64 {
+        self.config().cooldown
+    }
+    fn probe_timeout(&self) -> u64 {
+        self.config().probe_timeout
+    }
+}

@@ -1,0 +1,77 @@
+//! The component's breaker as the shared host machinery sees it: a [`HostBreaker`] (for
+//! the guarded call, the registry and the exporters) and a fleet [`Member`].
+
+use tripgate_core::exposition::Reading;
+use tripgate_core::{
+    Announcement, Class, Config, FleetApplied, FleetEvent, FleetStatus, Nanos, Rejection,
+};
+use tripgate_host::fleet::{Member, MemberError, View};
+use tripgate_host::{HostBreaker, ListenerSlot, MakeBreaker};
+
+use crate::{Breaker, Permit, Runtime};
+
+impl HostBreaker for Breaker {
+    type Error = anyhow::Error;
+    type Permit<'a> = Permit;
+
+    fn now(&self) -> Nanos {
+        self.shared.now()
+    }
+
+    fn admit(&self) -> anyhow::Result<Result<Permit, Rejection>> {
+        Ok(self.acquire()?.decision)
+    }
+
+    fn settle(&self, permit: Permit, outcome: tripgate_core::Outcome) -> anyhow::Result<Class> {
+        Ok(permit.record(outcome)?.class)
+    }
+
+    fn reading(&self) -> anyhow::Result<Reading> {
+        Breaker::reading(self)
+    }
+
+    fn listeners(&self) -> &ListenerSlot {
+        &self.shared.listener
+    }
+}
+
+impl MakeBreaker for Breaker {
+    type Maker = Runtime;
+    type MakeError = anyhow::Error;
+
+    fn make(runtime: &Runtime, config: &Config) -> anyhow::Result<Self> {
+        runtime.breaker(config)
+    }
+}
+
+impl Member for Breaker {
+    fn apply(&self, event: FleetEvent) -> Result<FleetApplied, MemberError> {
+        Ok(self.fleet_apply(event)?.0)
+    }
+    fn votes(&self, votes: &[(u64, u64)]) -> Result<bool, MemberError> {
+        Ok(self.fleet_votes(votes)?)
+    }
+    fn store(&self, reachable: bool, lease: Option<u64>) -> Result<(), MemberError> {
+        Ok(self.fleet_store(reachable, lease)?)
+    }
+    fn take_announcement(&self) -> Result<Option<Announcement>, MemberError> {
+        Ok(self.fleet_take_announcement()?)
+    }
+    fn status(&self) -> Result<FleetStatus, MemberError> {
+        Ok(self.fleet_status()?)
+    }
+    fn view(&self) -> Result<View, MemberError> {
+        let m = self.metrics()?;
+        Ok(View {
+            state: m.state,
+            cooldown_remaining: m.cooldown_remaining,
+            probes_out: m.probes_out,
+        })
+    }
+    fn cooldown(&self) -> u64 {
+        Breaker::cooldown(self)
+    }
+    fn probe_timeout(&self) -> u64 {
+        Breaker::probe_timeout(self)
+    }
+}
