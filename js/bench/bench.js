@@ -207,7 +207,7 @@ const reference = [];
     const key = b.key();
     reference.push(['acquire+record, component under jco (keyed ticket)', timeSyncOnce(() => {
       const a = circuitBreaker.acquireKeyed(key, 1n);
-      circuitBreaker.recordKeyed(key, a.decision.val.ticket, ok, 1n);
+      circuitBreaker.recordKeyed(key, a.val.ticket, ok, 1n);
     })]);
     b.isolate(1n);
     reference.push(['rejection, component under jco', timeSyncOnce(() => b.acquire(1n))]);

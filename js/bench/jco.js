@@ -28,8 +28,8 @@ const workloads = {
     breaker.recordOutcome(decision.val, SUCCESS, now);
   },
   'keyed ticket pair (acquire-keyed, record-keyed)': () => {
-    const { decision } = circuitBreaker.acquireKeyed(key, ++now);
-    if (circuitBreaker.recordKeyed(key, decision.val.ticket, SUCCESS, now).stale) throw new Error('record-keyed: stale');
+    const admission = circuitBreaker.acquireKeyed(key, ++now);
+    if (circuitBreaker.recordKeyed(key, admission.val.ticket, SUCCESS, now).notes.stale) throw new Error('record-keyed: stale');
   },
 };
 

@@ -129,55 +129,54 @@ if (existsSync(BINDINGS)) {
 if (existsSync(BINDINGS)) {
   const { circuitBreaker } = await import(BINDINGS);
 
-  // The keyed hot path (wit/breaker.wit: acquire-keyed, record-keyed): typed records,
-  // transitions by count.
-  test('component under jco: the keyed hot path trips, rejects and reports by count', () => {
+  // The keyed hot path (wit/breaker.wit: acquire-keyed, record-keyed): a variant, records
+  // and flags; transitions flagged, then read with last-transitions.
+  test('component under jco: the keyed hot path trips, rejects and reports by flags', () => {
     const breaker = circuitBreaker.Breaker.create({ failureThreshold: 2, minCalls: 2, cooldown: 1000n * MS }, 0n);
     const key = breaker.key();
     const fault = { tag: 'status', val: 503 };
     let recorded;
     for (const now of [1n * MS, 2n * MS]) {
       const admission = circuitBreaker.acquireKeyed(key, now);
-      assert.equal(admission.decision.tag, 'ok', `admitted at ${now}`);
-      assert.equal(typeof admission.decision.val.ticket, 'bigint');
-      assert.equal(admission.decision.val.probe, false);
-      recorded = circuitBreaker.recordKeyed(key, admission.decision.val.ticket, fault, now);
+      assert.equal(admission.tag, 'admitted', `admitted at ${now}`);
+      assert.equal(typeof admission.val.ticket, 'bigint');
+      assert.deepEqual(admission.val.notes, { probe: false, transitioned: false });
+      recorded = circuitBreaker.recordKeyed(key, admission.val.ticket, fault, now);
       assert.equal(recorded.class, 'fault', 'a 503 is a fault');
-      assert.equal(recorded.stale, false);
+      assert.equal(recorded.notes.stale, false);
     }
-    assert.equal(recorded.transitions, 1, 'the second fault caused one transition');
+    assert.equal(recorded.notes.transitioned, true, 'the second fault caused a transition');
     assert.deepEqual(
       breaker.lastTransitions().map((t) => [t.from, t.to, t.reason]),
       [['closed', 'open', 'failure-threshold']],
     );
     const rejected = circuitBreaker.acquireKeyed(key, 3n * MS);
-    assert.equal(rejected.decision.tag, 'err', 'open: rejected');
+    assert.equal(rejected.tag, 'rejected', 'open: rejected');
     assert.deepEqual(
-      [rejected.decision.val.state, rejected.decision.val.reason, rejected.decision.val.retryAfter, rejected.transitions],
-      ['open', 'open', 999n * MS, 0],
+      [rejected.val.rejection.state, rejected.val.rejection.reason, rejected.val.rejection.retryAfter, rejected.val.transitioned],
+      ['open', 'open', 999n * MS, false],
     );
     assert.equal(breaker.state(3n * MS), 'open');
 
     // Past the cooldown, a probe; an invalid status is refused and leaves it out.
     const probe = circuitBreaker.acquireKeyed(key, 1003n * MS);
-    assert.equal(probe.decision.tag, 'ok');
-    assert.equal(probe.transitions, 1, 'open to half-open on this call');
-    assert.equal(probe.decision.val.probe, true);
-    const { ticket } = probe.decision.val;
+    assert.equal(probe.tag, 'admitted');
+    assert.deepEqual(probe.val.notes, { probe: true, transitioned: true }, 'open to half-open on this call');
+    const { ticket } = probe.val;
     assert.throws(
       () => circuitBreaker.recordKeyed(key, ticket, { tag: 'status', val: 700 }, 1003n * MS),
       (error) => error.payload?.tag === 'invalid-status' && error.payload.val === 700,
     );
     const judged = circuitBreaker.recordKeyed(key, ticket, { tag: 'success' }, 1003n * MS);
-    assert.deepEqual([judged.class, judged.stale], ['success', false]);
+    assert.deepEqual([judged.class, judged.notes.stale], ['success', false]);
     const again = circuitBreaker.recordKeyed(key, ticket, { tag: 'success' }, 1003n * MS);
-    assert.equal(again.stale, true, 'a ticket recorded twice is stale');
+    assert.equal(again.notes.stale, true, 'a ticket recorded twice is stale');
   });
 
   test('component under jco: a key that names no breaker is an answer, not a trap', () => {
     const breaker = circuitBreaker.Breaker.create({}, 0n);
     const none = 0xffffffff;
-    assert.equal(circuitBreaker.acquireKeyed(none, 1n), undefined);
+    assert.deepEqual(circuitBreaker.acquireKeyed(none, 1n), { tag: 'unknown-key' });
     assert.throws(
       () => circuitBreaker.recordKeyed(none, 0n, { tag: 'success' }, 1n),
       (error) => error.payload?.tag === 'unknown-key',
@@ -185,13 +184,12 @@ if (existsSync(BINDINGS)) {
     // A dropped breaker's key names nothing either (the generation check, not NO_KEY).
     const gone = circuitBreaker.Breaker.create({}, 0n);
     const goneKey = gone.key();
-    const goneTicket = circuitBreaker.acquireKeyed(goneKey, 1n).decision.val.ticket;
+    const goneTicket = circuitBreaker.acquireKeyed(goneKey, 1n).val.ticket;
     gone[Symbol.dispose ?? Symbol.for('dispose')]();
-    assert.equal(circuitBreaker.acquireKeyed(goneKey, 2n), undefined);
+    assert.equal(circuitBreaker.acquireKeyed(goneKey, 2n).tag, 'unknown-key');
     // The instance still answers for a real key afterwards, and the dead breaker's
     // ticket is stale there.
-    const live = circuitBreaker.acquireKeyed(breaker.key(), 2n);
-    assert.equal(live.decision.tag, 'ok');
-    assert.equal(circuitBreaker.recordKeyed(breaker.key(), goneTicket, { tag: 'success' }, 2n).stale, true);
+    assert.equal(circuitBreaker.acquireKeyed(breaker.key(), 2n).tag, 'admitted');
+    assert.equal(circuitBreaker.recordKeyed(breaker.key(), goneTicket, { tag: 'success' }, 2n).notes.stale, true);
   });
 }
