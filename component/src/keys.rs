@@ -3,7 +3,8 @@
 //! wasmtime). A key is a slot index with the slot's generation above it. A slot whose
 //! generations are used up is retired rather than wrapped, so a key never names a breaker
 //! other than the one it was given for: once that breaker is dropped, the key names
-//! nothing, for good.
+//! nothing, for good. Free slots wait on a free list, so filing a breaker costs the same
+//! however many are alive.
 
 use alloc::vec::Vec;
 use core::cell::RefCell;
@@ -31,9 +32,15 @@ impl Slot {
     }
 }
 
+/// The slots, and the free ones among them (each free slot's index once).
+struct Table {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+}
+
 /// The instance's breakers. A component instance runs on one thread, so one `RefCell`
 /// is the whole of its synchronisation.
-pub(crate) struct Keys(RefCell<Vec<Slot>>);
+pub(crate) struct Keys(RefCell<Table>);
 
 // A build with threads would need a lock here; none exists (the component is built for
 // `wasm32-wasip2`, which has no `atomics` feature).
@@ -45,7 +52,10 @@ compile_error!("keys.rs assumes a single-threaded instance");
 // this crate (clippy); nothing runs it there.
 unsafe impl Sync for Keys {}
 
-pub(crate) static KEYS: Keys = Keys(RefCell::new(Vec::new()));
+pub(crate) static KEYS: Keys = Keys(RefCell::new(Table {
+    slots: Vec::new(),
+    free: Vec::new(),
+}));
 
 impl Keys {
     /// Files `breaker` under a fresh key; [`NO_KEY`] when no slot is free.
@@ -54,21 +64,21 @@ impl Keys {
     }
 
     fn file(&self, breaker: Shared) -> Option<u32> {
-        let mut slots = self.0.borrow_mut();
-        let index = match slots.iter().position(Slot::is_free) {
+        let mut table = self.0.borrow_mut();
+        let index = match table.free.pop() {
             Some(index) => index,
-            None if slots.len() <= INDEX_MASK as usize => {
-                slots.push(Slot {
+            None if table.slots.len() <= INDEX_MASK as usize => {
+                table.slots.push(Slot {
                     generation: 0,
                     breaker: None,
                 });
-                slots.len() - 1
+                u32::try_from(table.slots.len() - 1).ok()?
             }
             None => return None,
         };
-        let slot = slots.get_mut(index)?;
+        let slot = table.slots.get_mut(usize::try_from(index).ok()?)?;
         slot.breaker = Some(breaker);
-        Some(u32::try_from(index).ok()? | slot.generation << INDEX_BITS)
+        Some(index | slot.generation << INDEX_BITS)
     }
 
     /// The breaker `key` names, if it is still filed.
@@ -77,8 +87,8 @@ impl Keys {
         if key == NO_KEY {
             return None;
         }
-        let slots = self.0.borrow();
-        let slot = slots.get(usize::try_from(key & INDEX_MASK).ok()?)?;
+        let table = self.0.borrow();
+        let slot = table.slots.get(usize::try_from(key & INDEX_MASK).ok()?)?;
         if slot.generation != key >> INDEX_BITS {
             return None;
         }
@@ -91,16 +101,20 @@ impl Keys {
         if key == NO_KEY {
             return;
         }
-        let mut slots = self.0.borrow_mut();
-        let Some(slot) = usize::try_from(key & INDEX_MASK)
+        let mut table = self.0.borrow_mut();
+        let index = key & INDEX_MASK;
+        let Some(slot) = usize::try_from(index)
             .ok()
-            .and_then(|index| slots.get_mut(index))
+            .and_then(|i| table.slots.get_mut(i))
         else {
             return;
         };
         if slot.generation == key >> INDEX_BITS && slot.breaker.is_some() {
             slot.breaker = None;
             slot.generation += 1;
+            if slot.is_free() {
+                table.free.push(index);
+            }
         }
     }
 }

@@ -60,7 +60,9 @@ wit_bindgen::generate!({
 use exports::tripgate::breaker::circuit_breaker as wit;
 
 mod keys;
+mod places;
 use keys::KEYS;
+use places::USED;
 
 /// lol_alloc's free list: a real allocator that frees (breakers and permits come and go)
 /// in about a kilobyte of code, a third of what talc takes, for a component whose size is
@@ -166,6 +168,15 @@ pub(crate) type Shared = Rc<Held>;
 
 /// The `breaker` resource: its breaker and its key (`keys`).
 struct BreakerResource(Shared, u32);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // The breaker's tickets die with it: their places go back to the instance.
+        if let Some(table) = self.handles.get_mut() {
+            USED.release(table);
+        }
+    }
+}
 
 impl Drop for BreakerResource {
     fn drop(&mut self) {
@@ -325,17 +336,19 @@ fn ticket(key: u32, handle: u32) -> wit::Ticket {
 }
 
 impl Held {
-    /// Stores a permit in the handle table (made on first use); the permit back when
-    /// 2^20 handles are out.
+    /// Stores a permit in the handle table (made on first use); the permit back when the
+    /// table is full and the instance's budget of places lets it grow no more.
     fn store(&self, permit: Permit, now: u64) -> Result<u32, Permit> {
         let mut handles = self.handles.borrow_mut();
         let core = self.core.borrow();
         let table = handles.get_or_insert_with(|| PermitTable::new(0, core.config().probe_timeout));
-        table.insert(
-            permit,
-            |p| core.holds(p, now),
-            || (core.metrics(now).epoch, now),
-        )
+        USED.change(table, |table| {
+            table.insert(
+                permit,
+                |p| core.holds(p, now),
+                || (core.metrics(now).epoch, now),
+            )
+        })
     }
 
     fn acquire_keyed(&self, key: u32, now: u64) -> wit::KeyedAdmission {
@@ -357,7 +370,7 @@ impl Held {
             }
             Err(rejection) => self::rejection(rejection),
             Ok((_, Err(permit))) => {
-                // 2^20 tickets out: hand the permit straight back, uncounted.
+                // No place for another ticket: hand the permit straight back, uncounted.
                 let (_, more) = self.record_core(Some(permit), Outcome::Ignored, now);
                 return wit::KeyedAdmission::Rejected(wit::KeyedRejection {
                     rejection: wit::Rejection {
@@ -385,7 +398,10 @@ impl Held {
         let permit = (ticket >> 32 == u64::from(key))
             .then(|| u32::try_from(ticket & u64::from(u32::MAX)).ok())
             .flatten()
-            .and_then(|handle| self.handles.borrow_mut().as_mut()?.take(handle));
+            .and_then(|handle| {
+                let mut handles = self.handles.borrow_mut();
+                USED.change(handles.as_mut()?, |table| table.take(handle))
+            });
         // A ticket that names no permit out here records a stale outcome.
         let (judged, transitions) = self.record_core(permit, outcome, now);
         // A stale ticket's start may be gone with its table entry: never slow.

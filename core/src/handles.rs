@@ -76,6 +76,8 @@ pub struct PermitTable {
     /// sweep 2²¹ entries on every rejected call.
     swept_full: Option<(u64, Nanos)>,
     resweep: Nanos,
+    /// Most places the table may grow to ([`Self::limit_places`]).
+    limit: usize,
 }
 
 impl PermitTable {
@@ -88,7 +90,15 @@ impl PermitTable {
             next: start & COUNTER_MASK,
             swept_full: None,
             resweep,
+            limit: MAX_SLOTS,
         }
+    }
+
+    /// Caps the places the table may grow to (at most 2²¹, twice the permits it may hold):
+    /// a host that keeps many tables in one memory shares a budget of places out among
+    /// them. A table never shrinks below its places for this; it only stops growing.
+    pub fn limit_places(&mut self, places: usize) {
+        self.limit = places.min(MAX_SLOTS);
     }
 
     /// Permits out (not yet recorded or dropped).
@@ -101,7 +111,8 @@ impl PermitTable {
         self.entries.len()
     }
 
-    /// Stores a permit and returns its handle; the permit back when 2²⁰ are out.
+    /// Stores a permit and returns its handle; the permit back when 2²⁰ are out, or when
+    /// the table is as large as its limit allows and full of permits that still hold.
     /// `holds` says whether a stored permit still holds anything; `moment` is the epoch
     /// and instant, asked only when a full table at its largest size might be swept.
     pub fn insert(
@@ -142,7 +153,7 @@ impl PermitTable {
         moment: impl FnOnce() -> (u64, Nanos),
     ) -> bool {
         let len = self.entries.len();
-        if len >= MAX_SLOTS {
+        if len >= self.largest() {
             let (epoch, now) = moment();
             let recent = self
                 .swept_full
@@ -156,10 +167,19 @@ impl PermitTable {
             self.sweep(holds);
         }
         let after = self.live.saturating_add(1);
-        if after.saturating_mul(8) > len.saturating_mul(3) && len < MAX_SLOTS {
+        if after.saturating_mul(8) > len.saturating_mul(3) && len < self.largest() {
             self.grow();
         }
         self.fits_one_more()
+    }
+
+    /// The largest the table may grow to: its limit, rounded down to a power of two.
+    fn largest(&self) -> usize {
+        match self.limit.checked_ilog2() {
+            Some(bits) => 1 << bits,
+            None => 0,
+        }
+        .max(MIN_SLOTS)
     }
 
     /// Whether one more permit keeps the table at most half full.
@@ -187,7 +207,7 @@ impl PermitTable {
             .entries
             .len()
             .saturating_mul(2)
-            .clamp(MIN_SLOTS, MAX_SLOTS);
+            .clamp(MIN_SLOTS, self.largest());
         let mask = len.saturating_sub(1);
         let mut entries = vec![VACANT; len];
         for entry in self.entries.iter().filter(|e| e.handle != EMPTY) {
@@ -213,8 +233,15 @@ impl PermitTable {
             return None;
         }
         entry.handle = EMPTY;
+        let permit = entry.permit.into_permit().ok();
         self.live = self.live.saturating_sub(1);
-        entry.permit.into_permit().ok()
+        if self.live == 0 && self.entries.len() > MIN_SLOTS {
+            // Empty after a burst: give the places back, keeping the smallest table, so
+            // a breaker whose calls come one at a time never allocates.
+            self.entries = vec![VACANT; MIN_SLOTS];
+            self.swept_full = None;
+        }
+        permit
     }
 }
 

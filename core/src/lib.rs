@@ -88,7 +88,7 @@ pub use fleet::{
 pub use handles::{PermitTable, HANDLE_BITS, HANDLE_LIMIT, MAX_OUTSTANDING};
 pub use metrics::{Metrics, REJECT_REASONS};
 pub use outcome::{
-    Class, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, OutcomeKind, StatusSet,
+    Class, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, OutcomeKind, StatusSet, MAX_CAUSES,
 };
 pub use permit::{MalformedPermit, Permit, RawPermit};
 pub use rejection::{RejectReason, Rejection};

@@ -13,6 +13,12 @@ use core::fmt;
 
 use crate::table::table;
 
+/// How deep a host follows an error's chain of causes (Rust's `source()`, JS's `cause`),
+/// the error itself included, looking for one it can classify (a refused connection, a
+/// timeout): client errors wrap their cause a few levels deep, and a chain that loops back
+/// on itself must still end.
+pub const MAX_CAUSES: usize = 8;
+
 /// What happened to one admitted call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Outcome {

@@ -15,11 +15,6 @@
 
 use tripgate_core::Outcome;
 
-/// How deep an error's `source()` chain is followed, itself included: client errors wrap
-/// their cause a few levels deep (a request error, a connect error, an `io::Error`), and a
-/// chain that loops back on itself must still end. The JS package follows `cause` as deep.
-pub const MAX_CAUSES: usize = 8;
-
 /// How a call's result reads to the breaker.
 pub trait Classify {
     /// The outcome this result reports.
@@ -72,7 +67,7 @@ mod io_rules {
     use std::vec::Vec;
 
     use super::Classify;
-    use tripgate_core::Outcome;
+    use tripgate_core::{Outcome, MAX_CAUSES};
 
     impl Classify for String {
         fn outcome(&self) -> Outcome {
@@ -119,13 +114,13 @@ mod io_rules {
     /// chain (itself included) classifies by its kind, so a client's "connect error" that
     /// wraps a refused connection is a `connection-error`; `timed_out` says which other
     /// error types mean a deadline passed (the caller's timer types: this crate knows no
-    /// runtime); anything else is a `failure`. At most [`MAX_CAUSES`](super::MAX_CAUSES)
+    /// runtime); anything else is a `failure`. At most [`MAX_CAUSES`]
     /// errors of the chain are looked at, so a chain that loops back on itself still ends.
     pub fn error_outcome(
         error: &(dyn Error + 'static),
         timed_out: impl Fn(&(dyn Error + 'static)) -> bool,
     ) -> Outcome {
-        for error in std::iter::successors(Some(error), |&e| e.source()).take(super::MAX_CAUSES) {
+        for error in std::iter::successors(Some(error), |&e| e.source()).take(MAX_CAUSES) {
             if timed_out(error) {
                 return Outcome::Timeout;
             }

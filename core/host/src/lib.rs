@@ -40,9 +40,10 @@ pub mod trace;
 
 pub use breaker::{HostBreaker, MakeBreaker};
 pub use call::CallError;
-pub use classify::{error_outcome, Classify, Status, MAX_CAUSES};
+pub use classify::{error_outcome, Classify, Status};
 pub use clock::{Clock, FakeClock, MonotonicClock};
 pub use coarse::{CoarseClock, QuantaClock, COARSE_TICK};
 pub use listener::{Listener, ListenerSlot};
 pub use lock::Lock;
 pub use registry::{Readings, Registry};
+pub use tripgate_core::MAX_CAUSES;

@@ -72,24 +72,38 @@ impl<C: Clock> Breaker<C> {
     /// (`acquire_untimed`); every other state reads it once.
     #[inline(always)]
     pub fn acquire(&self) -> Result<Permit<'_, C>, Rejection> {
-        self.admit().map(|permit| Permit {
+        let (decision, caused) = self.admit();
+        // The permit exists before the listener hears of the transitions: whatever the
+        // listener does, the permit is recorded or dropped as a permit.
+        let permit = decision.map(|permit| Permit {
             breaker: self,
             permit: Some(permit),
-        })
+        });
+        self.notify(caused);
+        permit
     }
 
     /// [`Self::acquire`] with a permit that holds the breaker by `Arc`, for futures and
     /// tasks that must be `'static` (the tower layer's response future).
     #[inline(always)]
     pub fn acquire_owned(self: &Arc<Self>) -> Result<OwnedPermit<C>, Rejection> {
-        self.admit().map(|permit| OwnedPermit {
+        let (decision, caused) = self.admit();
+        let permit = decision.map(|permit| OwnedPermit {
             breaker: Arc::clone(self),
             permit: Some(permit),
-        })
+        });
+        self.notify(caused);
+        permit
     }
 
+    /// The core's decision and the transitions it caused, with the lock released.
     #[inline(always)]
-    fn admit(&self) -> Result<tripgate_core::Permit, Rejection> {
+    fn admit(
+        &self,
+    ) -> (
+        Result<tripgate_core::Permit, Rejection>,
+        Option<Transitions>,
+    ) {
         // The `_into` forms: a call that causes no transition moves a permit, not the
         // core's whole `Admission`, out of the lock.
         let mut caused = None;
@@ -97,8 +111,7 @@ impl<C: Clock> Breaker<C> {
             .core
             .lock()
             .acquire_reading(|| self.clock.now(), &mut caused);
-        self.notify(caused);
-        decision
+        (decision, caused)
     }
 
     /// Takes a core permit back with its outcome at the clock's `now`.
@@ -225,9 +238,17 @@ impl<C: Clock> Breaker<C> {
     /// Calls `listener` with every transition from now on, from whichever call caused it
     /// (`acquire`, a record, a dropped permit, a manual operation, a guarded call),
     /// after that call has released the breaker: no polling, and the listener may use the
-    /// breaker. Replaces any earlier listener. For logs, events and metrics exporters.
+    /// breaker. Replaces any earlier listener. For logs, events and metrics exporters. A
+    /// listener that panics is caught, counted ([`Self::listener_panics`]) and reported
+    /// as a `tracing` event (feature `tracing`); the call that caused the transition goes
+    /// on as if it had returned.
     pub fn on_transition(&self, listener: impl Fn(&Transition) + Send + Sync + 'static) {
         self.listener.set(listener);
+    }
+
+    /// How many times the transition listener panicked (each panic was caught).
+    pub fn listener_panics(&self) -> u64 {
+        self.listener.panics()
     }
 
     /// Where the listener is kept (the registry installs its `tracing` listener there).

@@ -79,7 +79,7 @@ impl ConfigError {
     /// The field as the core names it (`Field::name` is the kebab-case name of the WIT
     /// and the vectors, `Field::js_name` the JS option).
     pub fn field(&self) -> tripgate_core::Field {
-        crate::core_case(tripgate_core::Field::from_code, self.field as u8)
+        crate::convert::core_case(tripgate_core::Field::from_code, self.field as u8)
     }
 
     /// The field's kebab-case name, as in the WIT and the vectors.

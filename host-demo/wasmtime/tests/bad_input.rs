@@ -380,10 +380,7 @@ fn stale_foreign_and_malformed_permits_never_trap() {
     // Raw permits: numbers from nowhere, and one recorded twice, are stale outcomes.
     let before = a.metrics().unwrap();
     for ticket in [0, 1, 12_345, (1 << 30) - 1, u64::from(u32::MAX), u64::MAX] {
-        let forged = RawPermit {
-            ticket,
-            probe: false,
-        };
+        let forged = RawPermit::from_ticket(ticket);
         let recorded = a.record_raw(forged, Outcome::Failure).unwrap();
         assert!(recorded.stale, "ticket {ticket}");
     }
