@@ -95,9 +95,13 @@ export interface CircuitBreakerOptions {
   halfOpenSuccessRate?: number;
   /** A probe with no outcome after this long counts as a timeout fault. Default 15 000. */
   probeTimeoutMs?: number;
-  /** HTTP statuses that are faults; replaces the default (500–599 and 429). */
+  /**
+   * HTTP statuses that are faults; replaces the default (500–599 and 429). Any iterable:
+   * one whose iteration throws is a `TypeError` naming the option, with what it threw as
+   * `cause`.
+   */
   faultStatuses?: Iterable<number>;
-  /** gRPC codes that are faults; replaces the default (4, 8, 13, 14). */
+  /** gRPC codes that are faults; replaces the default (4, 8, 13, 14). Any iterable, as above. */
   faultGrpcCodes?: Iterable<number>;
   /**
    * Fleet mode (1–16): distinct members that must trip within one cooldown before the
@@ -184,6 +188,8 @@ export interface Metrics {
   lastTransition: Transition | null;
   /** Clock readings that were not observed (see `clock`); counted by this JS breaker. */
   clockErrorsTotal: number;
+  /** Listener calls that threw (see `listener-error`); counted by this JS breaker. */
+  listenerErrorsTotal: number;
 }
 
 /** A clock reading that was not observed: the breaker used its latest instant instead. */
@@ -192,6 +198,21 @@ export interface ClockError {
   error: unknown;
   /** What the clock returned (undefined when it threw). */
   reading: unknown;
+}
+
+/**
+ * A listener threw. Its error is never rethrown (an uncaught exception would end a Node
+ * process), and neither the call that caused the event nor the other listeners are
+ * affected: it is counted in `metrics().listenerErrorsTotal` and handed to the
+ * `listener-error` listeners. One of those that throws is counted, not reported again.
+ */
+export interface ListenerError {
+  /** What the listener threw. */
+  error: unknown;
+  /** The event it was listening to. */
+  event: BreakerEvent | 'clock-error';
+  /** What it was given. */
+  payload: Transition | ClockError;
 }
 
 export type BreakerEvent = 'transition' | State;
@@ -293,7 +314,9 @@ export declare class CircuitBreaker {
    * values as success; a thrown error by its `status`/`statusCode`, as `connection-error`
    * for ECONNREFUSED, ECONNRESET, ENOTFOUND, ETIMEDOUT, EAI_AGAIN (also in `cause`, as
    * fetch wraps them), as `timeout` for this call's own timeout or a `TimeoutError`, as
-   * `cancelled` for the caller's abort or an `AbortError`, else as `failure`.
+   * `cancelled` for the caller's abort or an `AbortError`, else as `failure`. The `cause`
+   * chain (and an `AggregateError`'s first error) is read at most 8 errors deep, the
+   * error itself included: the core's `MAX_CAUSES`, the depth the Rust hosts follow.
    * Rejects with `CircuitOpenError` when turned away (unless `fallback` is given).
    */
   execute<T, F = never>(fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: ExecuteOptions<F>): Promise<T | F>;
@@ -323,10 +346,14 @@ export declare class CircuitBreaker {
   on(event: BreakerEvent, listener: (transition: Transition) => void): this;
   /** Listens to clock readings that were not observed. */
   on(event: 'clock-error', listener: (problem: ClockError) => void): this;
+  /** Listens to listeners that threw (see `ListenerError`). */
+  on(event: 'listener-error', listener: (report: ListenerError) => void): this;
   once(event: BreakerEvent, listener: (transition: Transition) => void): this;
   once(event: 'clock-error', listener: (problem: ClockError) => void): this;
+  once(event: 'listener-error', listener: (report: ListenerError) => void): this;
   off(event: BreakerEvent, listener: (transition: Transition) => void): this;
   off(event: 'clock-error', listener: (problem: ClockError) => void): this;
+  off(event: 'listener-error', listener: (report: ListenerError) => void): this;
 
   /**
    * Fleet mode, the adapter's side (`tripgate/fleet` calls these in the background; the
@@ -355,7 +382,7 @@ export declare class CircuitBreaker {
   [Symbol.dispose](): void;
 }
 
-/** How `execute` classifies an error, as an outcome for `record`. */
+/** How `execute` classifies an error (its `cause` chain at most 8 errors deep), as an outcome for `record`. */
 export declare function classifyError(error: unknown): Outcome;
 /** How `execute` classifies a resolved value, as an outcome for `record`. */
 export declare function classifyResult(value: unknown): Outcome;

@@ -287,6 +287,7 @@ export class CircuitBreaker {
       cooldownRemainingMs: m[14],
       lastTransition: m[15] === 0 ? null : transition(m, 16),
       clockErrorsTotal: this.#clockErrors,
+      listenerErrorsTotal: this.#events.errors,
     };
   }
 
@@ -436,7 +437,9 @@ export class CircuitBreaker {
    * Listens to transitions: `transition` (every one), or the state entered: `open`,
    * `half-open`, `closed`, `isolated`, `disabled`; the listener gets
    * `{ from, to, reason, atMs, epoch }`. `clock-error`: a clock reading that was not
-   * observed; the listener gets `{ error, reading }`.
+   * observed; the listener gets `{ error, reading }`. `listener-error`: a listener threw
+   * (counted in `metrics().listenerErrorsTotal`, never rethrown); the listener gets
+   * `{ error, event, payload }`.
    */
   on(event, listener) {
     if (this.#w === DISPOSED) throw disposedError();

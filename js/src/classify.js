@@ -16,6 +16,8 @@ let GRPC_BASE = 0;
 let STATUS_MIN = 0;
 let STATUS_MAX = 0;
 let GRPC_MAX = 0;
+/** How many errors `errorCode` reads, the error itself included: the core's MAX_CAUSES. */
+let MAX_CAUSES = 0;
 /** kind name -> code, for the kinds that carry no number. */
 let kindCodes = new Map();
 /** code - KIND_BASE -> kind name. */
@@ -27,6 +29,7 @@ onInstall((t) => {
   STATUS_MIN = t.statusMin;
   STATUS_MAX = t.statusMax;
   GRPC_MAX = t.grpcMax;
+  MAX_CAUSES = t.maxCauses;
   kindNames = t.outcomeKinds;
   kindCodes = new Map();
   kindNames.forEach((name, code) => {
@@ -97,13 +100,15 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'
  * status of a grpc-js error; a connection failure or timeout by its `code`;
  * `TimeoutError` as a timeout and `AbortError` as cancelled; else a generic failure.
  * Walks `cause` (fetch wraps socket errors as `TypeError: fetch failed` with the real
- * error as its cause) and the first error of an `AggregateError`. Never throws: an error
- * whose properties cannot be read is a failure.
+ * error as its cause) and the first error of an `AggregateError`, reading at most
+ * MAX_CAUSES errors (the error itself included), the depth the Rust hosts follow
+ * `source()`: a chain that loops back on itself, or never ends, still ends here. Never
+ * throws: an error whose properties cannot be read is a failure.
  */
 export function errorCode(error) {
   try {
     let err = error;
-    for (let depth = 0; depth < 5 && typeof err === 'object' && err !== null; depth++) {
+    for (let read = 1; typeof err === 'object' && err !== null; read++) {
       const status = statusCodeOf(err);
       if (status >= 0) return status;
       const code = err.code;
@@ -117,6 +122,7 @@ export function errorCode(error) {
       const name = err.name;
       if (name === 'TimeoutError') return TIMEOUT;
       if (name === 'AbortError') return CANCELLED;
+      if (read === MAX_CAUSES) break;
       const cause = err.cause;
       if (cause !== undefined && cause !== err) {
         err = cause;

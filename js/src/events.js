@@ -1,16 +1,19 @@
 // A breaker's listeners: `transition` (every one), the state entered (`open`,
-// `half-open`, ...), and `clock-error` (a clock reading that was not observed).
+// `half-open`, ...), `clock-error` (a clock reading that was not observed) and
+// `listener-error` (a listener threw).
 
 import { onInstall } from './tables.js';
 
 let events = new Set();
 onInstall((t) => {
-  events = new Set(['transition', 'clock-error', ...t.states]);
+  events = new Set(['transition', 'clock-error', 'listener-error', ...t.states]);
 });
 
 export class Listeners {
   /** event name -> listeners, or null while nobody listens. */
   #map = null;
+  /** Listener calls that threw. */
+  errors = 0;
 
   on(event, listener) {
     if (typeof listener !== 'function') throw new TypeError('listener must be a function');
@@ -51,9 +54,11 @@ export class Listeners {
   }
 
   /**
-   * Calls the listeners of `event`. One that throws stops neither the others nor the
-   * breaker call that caused the event: its error is rethrown asynchronously (an uncaught
-   * exception, as from any event listener).
+   * Calls the listeners of `event`, each with `payload`. One that throws stops neither
+   * the others nor the breaker call that caused the event, and is never rethrown (an
+   * uncaught exception would end a Node process): it is counted and handed to the
+   * `listener-error` listeners as `{ error, event, payload }`. A `listener-error`
+   * listener that throws is counted too, and not reported again.
    */
   emit(event, payload) {
     const list = this.#map?.get(event);
@@ -62,9 +67,8 @@ export class Listeners {
       try {
         listener(payload);
       } catch (error) {
-        queueMicrotask(() => {
-          throw error;
-        });
+        this.errors++;
+        if (event !== 'listener-error') this.emit('listener-error', { error, event, payload });
       }
     }
   }

@@ -3,7 +3,7 @@
 // result, the caller's signal or the breaker (disposed meanwhile) do.
 
 import { CANCELLED, TIMEOUT, errorCode, valueCode } from './classify.js';
-import { addDeadline } from './deadlines.js';
+import { addDeadline, settled as deadlineSettled } from './deadlines.js';
 import { typeError } from './errors.js';
 import { checkTimeout, own } from './options.js';
 
@@ -106,8 +106,11 @@ function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallbac
     const finish = (code) => {
       done = true;
       if (entry !== undefined) {
+        // The entry may wait in the deadline queue a while longer: it must not keep the
+        // call (its closure holds the controller, fn's promise and the caller's).
         entry.done = true;
-        entry.queue.settled();
+        entry.expire = null;
+        deadlineSettled();
       }
       if (signal !== undefined) {
         try {
@@ -155,7 +158,6 @@ function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallbac
       entry = {
         done: false,
         deadline: 0,
-        queue: null,
         expire() {
           if (done) return;
           const error = new DOMException(`operation timed out after ${timeoutMs} ms`, 'TimeoutError');

@@ -65,16 +65,62 @@ function checkNumber(option, value, kind) {
   return value;
 }
 
+/** The error for an iterable option whose iteration threw `cause`. */
+function iterationError(option, value, cause) {
+  const error = typeError(option, `${option} could not be iterated`, value);
+  error.cause = cause;
+  return error;
+}
+
+/**
+ * An iterable of integers in [min, max]. Iterated by hand, not with `for...of`, so that
+ * whatever the iterator throws (a getter, `[Symbol.iterator]()`, `next()`) is a TypeError
+ * naming the option, while a bad entry is refused as its own error (and the iterator
+ * closed, as `for...of` would).
+ */
 function checkCodes(option, value, [min, max]) {
   if (!given(value)) return undefined;
-  if (typeof value !== 'object' || typeof value[Symbol.iterator] !== 'function') {
-    throw typeError(option, `${option} must be an array of integers`, value);
+  if (typeof value !== 'object') throw typeError(option, `${option} must be an array of integers`, value);
+  let iterator;
+  try {
+    const iterate = value[Symbol.iterator];
+    if (typeof iterate !== 'function') {
+      throw typeError(option, `${option} must be an array of integers`, value);
+    }
+    iterator = iterate.call(value);
+    if (typeof iterator !== 'object' || iterator === null) {
+      throw typeError(option, `${option}[Symbol.iterator]() must return an iterator`, iterator);
+    }
+  } catch (cause) {
+    if (cause?.option === option) throw cause;
+    throw iterationError(option, value, cause);
   }
   const codes = [];
-  for (const code of value) {
-    if (typeof code !== 'number') throw typeError(option, `${option} must hold numbers`, code);
-    if (!Number.isInteger(code) || code < min || code > max) {
-      throw rangeError(option, `${option} entries must be integers between ${min} and ${max}`, code);
+  for (;;) {
+    let code;
+    try {
+      const step = iterator.next();
+      if (typeof step !== 'object' || step === null) {
+        throw typeError(option, `${option}'s iterator must return objects from next()`, step);
+      }
+      if (step.done) break;
+      code = step.value;
+    } catch (cause) {
+      if (cause?.option === option) throw cause;
+      throw iterationError(option, value, cause);
+    }
+    let problem;
+    if (typeof code !== 'number') problem = typeError(option, `${option} must hold numbers`, code);
+    else if (!Number.isInteger(code) || code < min || code > max) {
+      problem = rangeError(option, `${option} entries must be integers between ${min} and ${max}`, code);
+    }
+    if (problem !== undefined) {
+      try {
+        iterator.return?.();
+      } catch {
+        // The entry is what is wrong; closing the iterator is a courtesy.
+      }
+      throw problem;
     }
     codes.push(code);
   }

@@ -14,9 +14,11 @@ export { prometheusText, PROMETHEUS_CONTENT_TYPE } from './exposition.js';
  * name, an array of pairs, or a function returning one). Returns the metrics and
  * `unregister()`.
  *
- * A scrape reads each breaker once (one wasm call), not once per family: the reading is
- * shared by every family until a family is collected a second time, which starts the next
- * scrape.
+ * Every family of a scrape comes from one reading of each breaker (one wasm call), not
+ * one per family. prom-client collects the metrics of a scrape (`metrics()`,
+ * `getMetricsAsJSON()`, `getSingleMetricAsString()`) in one synchronous pass, so a reading
+ * is shared by the families collected in the same turn of the event loop and dropped at
+ * its end (a microtask): the next scrape, even a partial one before it, reads afresh.
  */
 export function collectTripgate({ breakers, registers = [promClient.register] } = {}) {
   if (breakers === undefined) {
@@ -24,13 +26,14 @@ export function collectTripgate({ breakers, registers = [promClient.register] } 
   }
   const { families, breakerLabel } = expositionTable();
   let reading = null;
-  const collected = new Set();
-  const readOnce = (family) => {
-    if (reading === null || collected.has(family)) {
+  const forget = () => {
+    reading = null;
+  };
+  const readOnce = () => {
+    if (reading === null) {
       reading = readAll(breakers);
-      collected.clear();
+      queueMicrotask(forget);
     }
-    collected.add(family);
     return reading;
   };
   const metrics = families.map((family) => {
@@ -43,7 +46,7 @@ export function collectTripgate({ breakers, registers = [promClient.register] } 
       collect() {
         // Counters cannot be set, only raised: each scrape starts them from nothing.
         this.reset();
-        for (const [name, values] of readOnce(family)) {
+        for (const [name, values] of readOnce()) {
           family.series.forEach((_, i) => {
             const labels = labelsOf(family, i, name, breakerLabel);
             const value = values[family.offset + i];

@@ -2,7 +2,7 @@
 // API as the tests use it. Not run.
 import {
   CircuitBreaker, CircuitOpenError, Rejected, classifyError, configFields, initSync,
-  type ClockError, type FleetAnnouncement, type FleetApplied, type FleetStatus, type Metrics, type Outcome, type Permit, type State, type Transition,
+  type ClockError, type FleetAnnouncement, type FleetApplied, type FleetStatus, type ListenerError, type Metrics, type Outcome, type Permit, type State, type Transition,
 } from 'tripgate';
 
 const breaker = new CircuitBreaker({ failureThreshold: 3, cooldownMs: 5_000, faultStatuses: [408, 503], clock: () => performance.now() });
@@ -25,6 +25,9 @@ breaker.on('open', (t: Transition) => void t.reason).off('open', () => {});
 breaker.on('clock-error', (problem: ClockError) => void problem.reading);
 const clockErrors: number = metrics.clockErrorsTotal;
 void clockErrors;
+breaker.on('listener-error', (report: ListenerError) => void [report.error, report.event, report.payload]);
+const listenerErrors: number = metrics.listenerErrorsTotal;
+void listenerErrors;
 const option: string = configFields[0].option;
 void option;
 breaker.record(breaker.acquire(), { status: '503' });

@@ -12,7 +12,7 @@ use core::fmt::Write;
 
 use tripgate_core::{
     AnnouncementKind, Class, Field, FieldKind, FleetApplied, FleetEventKind, GrpcCode, HttpStatus,
-    OutcomeKind, Reason, RejectReason, State, MAX_TRANSITIONS,
+    OutcomeKind, Reason, RejectReason, State, MAX_CAUSES, MAX_TRANSITIONS,
 };
 use wasm_bindgen::prelude::*;
 
@@ -55,7 +55,9 @@ fn name(out: &mut String, name: &str) {
 /// The tables as JSON: `states`, `reasons`, `rejectReasons`, `classes`, `outcomeKinds`,
 /// `fleetEventKinds`, `fleetApplied`, `announcementKinds` (names, index = code), `fields`
 /// (`{ name, option, kind }` by code), and the numbers of the wasm interface (`codes`,
-/// limits and layouts; the reading limit is [`reading_limit_ms`]).
+/// limits and layouts; the reading limit is [`reading_limit_ms`]), among them
+/// `maxCauses`: how deep the classifier follows an error's `cause` ([`MAX_CAUSES`], the
+/// depth every host walks).
 #[wasm_bindgen]
 pub fn tables() -> String {
     let mut out = String::from("{");
@@ -95,7 +97,7 @@ pub fn tables() -> String {
          \"badOutcome\":{BAD_OUTCOME},\"notAPermit\":{NOT_A_PERMIT},\
          \"kindBase\":{KIND_BASE},\"grpcBase\":{GRPC_BASE},\"badEvent\":{BAD_EVENT}}},\
          \"handleLimit\":{HANDLE_LIMIT},\"maxOutstanding\":{MAX_OUTSTANDING},\
-         \"statusMin\":{},\"statusMax\":{},\"grpcMax\":{},\
+         \"statusMin\":{},\"statusMax\":{},\"grpcMax\":{},\"maxCauses\":{MAX_CAUSES},\
          \"maxTransitions\":{MAX_TRANSITIONS},\"transitionWidth\":{TRANSITION_WIDTH},\
          \"metricsFixed\":{METRICS_FIXED},\"metricsLen\":{METRICS_LEN},\
          \"fleetStatusLen\":{FLEET_STATUS_LEN}}}",
@@ -127,6 +129,7 @@ mod tests {
         assert!(json
             .contains("{\"name\":\"cooldown\",\"option\":\"cooldownMs\",\"kind\":\"duration\"}"));
         assert!(json.contains("\"needClock\":-1073741824,"));
+        assert!(json.contains("\"grpcMax\":16,\"maxCauses\":8,"), "{json}");
         assert!(
             json.ends_with("\"metricsLen\":26,\"fleetStatusLen\":6}"),
             "{json}"
