@@ -195,6 +195,16 @@ impl Config {
             F::MaxInFlight,
             R::AtLeast(1),
         )?;
+        // Hang detection trips on `failure-threshold` calls hung at once; a cap below it
+        // would never let that many out, and the detection would silently never fire.
+        check(
+            self.slow_call_duration.is_none()
+                || self
+                    .max_in_flight
+                    .is_none_or(|cap| cap >= self.failure_threshold),
+            F::MaxInFlight,
+            R::AtLeastFieldWhenSet(F::FailureThreshold, F::SlowCallDuration),
+        )?;
         check(
             (1..=MAX_PROBES).contains(&self.half_open_max_probes),
             F::HalfOpenMaxProbes,
@@ -416,6 +426,9 @@ pub enum Rule {
     Positive,
     /// Must be at least the value of another field.
     AtLeastField(Field),
+    /// Must be at least the value of another field (the first) while a third one (the
+    /// second) is set.
+    AtLeastFieldWhenSet(Field, Field),
     /// Must be a finite number from 1 to [`MAX_BACKOFF_FACTOR`].
     Factor,
     /// Must be a list of codes, each valid (an HTTP status in 100–599, a gRPC code in
@@ -446,6 +459,13 @@ impl Rule {
             Self::AtLeastField(other) => {
                 out.word("must be >= ")?;
                 out.word(other.name())
+            }
+            Self::AtLeastFieldWhenSet(other, set) => {
+                out.word("must be >= ")?;
+                out.word(other.name())?;
+                out.word(" when ")?;
+                out.word(set.name())?;
+                out.word(" is set")
             }
             Self::List => out.word("must be a list of valid codes"),
             Self::Factor => {

@@ -160,7 +160,34 @@ fn config_violations_vectors_cannot_carry_name_the_field_and_rule() {
             Rule::Factor,
             "backoff-factor must be a finite number between 1 and 1000",
         ),
+        (
+            // Hang detection needs `failure-threshold` calls out at once: a smaller cap
+            // would make it impossible, silently.
+            Config {
+                slow_call_duration: Some(S),
+                max_in_flight: Some(4),
+                ..d
+            },
+            Field::MaxInFlight,
+            Rule::AtLeastFieldWhenSet(Field::FailureThreshold, Field::SlowCallDuration),
+            "max-in-flight must be >= failure-threshold when slow-call-duration is set",
+        ),
     ];
+    // Without hang detection, or with a cap that lets the threshold's calls out, the cap
+    // is the operator's to choose.
+    for config in [
+        Config {
+            max_in_flight: Some(1),
+            ..d
+        },
+        Config {
+            slow_call_duration: Some(S),
+            max_in_flight: Some(d.failure_threshold),
+            ..d
+        },
+    ] {
+        assert!(Breaker::new(config, 0).is_ok(), "{config:?}");
+    }
     for (config, field, rule, message) in cases {
         let error = Breaker::new(config, 0).unwrap_err();
         assert_eq!((error.field, error.rule), (field, rule));

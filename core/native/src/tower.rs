@@ -32,6 +32,26 @@
 //! `connection-error`, anything else a `failure`. A response future dropped before it
 //! finishes records `cancelled`. While the breaker is open the inner service is not
 //! called: the request fails at once with [`Rejected`], which carries `retry_after`.
+//!
+//! **Put a timeout inside the layer**, between it and the service it guards:
+//!
+//! ```
+//! # use std::{sync::Arc, time::Duration};
+//! # use tower::ServiceBuilder;
+//! # use tripgate::{tower::CircuitBreakerLayer, Breaker, Config};
+//! # let breaker = Arc::new(Breaker::new(Config::default()).unwrap());
+//! # let upstream = tower::service_fn(|_: http::Request<()>| async {
+//! #     Ok::<_, std::io::Error>(http::Response::new(()))
+//! # });
+//! let client = ServiceBuilder::new()
+//!     .layer(CircuitBreakerLayer::new(breaker))
+//!     .timeout(Duration::from_secs(2)) // inside: its `Elapsed` is a `timeout` fault
+//!     .service(upstream);
+//! ```
+//!
+//! A timeout outside the layer drops the layer's response future when it fires, which
+//! records `cancelled`: the breaker never learns that the upstream hangs, and a hang never
+//! trips it (`tests/outage.rs` pins both orders).
 
 use std::error::Error;
 use std::fmt;

@@ -94,7 +94,9 @@ fn the_registry_collector_exposes_the_shared_scenario_as_every_host_does() {
     let mut native = Native::new();
     shared::run_scenario(&mut native).unwrap();
     let mut metrics = client::registry::Registry::default();
-    metrics.register_collector(Box::new(prometheus::registry(Arc::clone(&native.registry))));
+    metrics.register_collector(Box::new(
+        prometheus::Exposition::new().registry(Arc::clone(&native.registry)),
+    ));
     let (text, openmetrics) = scrape(&metrics);
     shared::promtool_check(&text).unwrap();
     shared::assert_matches_expected(&text).unwrap();
@@ -108,7 +110,9 @@ fn a_scrape_takes_each_breakers_lock_once() {
     let mut native = Native::new();
     shared::run_scenario(&mut native).unwrap();
     let mut metrics = client::registry::Registry::default();
-    metrics.register_collector(Box::new(prometheus::registry(Arc::clone(&native.registry))));
+    metrics.register_collector(Box::new(
+        prometheus::Exposition::new().registry(Arc::clone(&native.registry)),
+    ));
     let before = native.clock.reads.load(Ordering::SeqCst);
     let (text, _) = scrape(&metrics);
     let reads = native.clock.reads.load(Ordering::SeqCst) - before;
@@ -122,10 +126,9 @@ fn a_breaker_collector_labels_its_breaker_and_sees_later_calls() {
     let clock = Arc::new(FakeClock::new(0));
     let breaker = Arc::new(Breaker::with_clock(Config::default(), Arc::clone(&clock)).unwrap());
     let mut metrics = client::registry::Registry::default();
-    metrics.register_collector(Box::new(prometheus::breaker(
-        "identity",
-        Arc::clone(&breaker),
-    )));
+    metrics.register_collector(Box::new(
+        prometheus::Exposition::new().breaker("identity", Arc::clone(&breaker)),
+    ));
     for _ in 0..5 {
         breaker
             .acquire()
@@ -172,10 +175,9 @@ fn a_breaker_collector_labels_its_breaker_and_sees_later_calls() {
     );
     // A collector over an empty registry writes nothing at all.
     let mut empty = client::registry::Registry::default();
-    empty.register_collector(Box::new(prometheus::registry(Arc::new(Registry::new(
-        CoarseClock::new(),
-        Config::default(),
-    )))));
+    empty.register_collector(Box::new(prometheus::Exposition::new().registry(Arc::new(
+        Registry::new(CoarseClock::new(), Config::default()),
+    ))));
     assert_eq!(scrape(&empty).0, "");
 }
 
@@ -205,4 +207,60 @@ fn a_breaker_of_your_own_emits_events_through_the_listener() {
     // Nothing is emitted by a call that changes no state.
     let (_, events) = capture(|| breaker.acquire().map(drop));
     assert!(events.is_empty());
+}
+
+/// Any number of collectors in one prometheus-client registry give a valid exposition:
+/// the registry's collector, two collectors of one breaker each, and one that repeats a
+/// name the registry holds. Each family is written once, with every breaker's series, and
+/// a repeated name once (two `HELP` lines for one family, or a series twice, is what
+/// promtool refuses).
+#[test]
+fn any_number_of_collectors_in_one_registry_give_a_valid_exposition() {
+    let mut native = Native::new();
+    shared::run_scenario(&mut native).unwrap();
+    let clock = Arc::new(FakeClock::new(0));
+    let ledger = Arc::new(Breaker::with_clock(Config::default(), Arc::clone(&clock)).unwrap());
+    let audit = Arc::new(Breaker::with_clock(Config::default(), Arc::clone(&clock)).unwrap());
+    let group = prometheus::Exposition::new();
+    let mut metrics = client::registry::Registry::default();
+    metrics.register_collector(Box::new(group.registry(Arc::clone(&native.registry))));
+    metrics.register_collector(Box::new(group.breaker("ledger", Arc::clone(&ledger))));
+    metrics.register_collector(Box::new(group.breaker("audit", Arc::clone(&audit))));
+    let first = native.registry.names()[0].clone();
+    metrics.register_collector(Box::new(group.breaker(first.clone(), Arc::clone(&ledger))));
+    for _ in 0..2 {
+        let (text, openmetrics) = scrape(&metrics);
+        shared::promtool_check(&text).unwrap();
+        assert_eq!(text.matches("# HELP tripgate_state ").count(), 1, "{text}");
+        assert_eq!(openmetrics.matches("# TYPE tripgate_state ").count(), 1);
+        let families = shared::normalise(&text).unwrap();
+        let states = &families["tripgate_state"].samples;
+        let named = |name: &str| {
+            states
+                .keys()
+                .filter(|labels| labels.contains(&format!("breaker={name:?}")))
+                .count()
+        };
+        for name in native.registry.names() {
+            assert_eq!(named(&name), 5, "{name}: one series per state, once");
+        }
+        assert_eq!((named("ledger"), named("audit")), (5, 5));
+    }
+}
+
+/// The free functions' collectors share the process's group: two of them in one registry
+/// still write each family once.
+#[test]
+fn two_breaker_collectors_of_the_default_group_give_a_valid_exposition() {
+    let clock = Arc::new(FakeClock::new(0));
+    let a = Arc::new(Breaker::with_clock(Config::default(), Arc::clone(&clock)).unwrap());
+    let b = Arc::new(Breaker::with_clock(Config::default(), Arc::clone(&clock)).unwrap());
+    let mut metrics = client::registry::Registry::default();
+    metrics.register_collector(Box::new(prometheus::breaker("default-a", a)));
+    metrics.register_collector(Box::new(prometheus::breaker("default-b", b)));
+    let (text, _) = scrape(&metrics);
+    shared::promtool_check(&text).unwrap();
+    assert_eq!(text.matches("# HELP tripgate_state ").count(), 1, "{text}");
+    assert!(text.contains(r#"tripgate_state{breaker="default-a",state="closed"} 1"#));
+    assert!(text.contains(r#"tripgate_state{breaker="default-b",state="closed"} 1"#));
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use tripgate_wasmtime::prometheus::{client, Collector};
+use tripgate_wasmtime::prometheus::{client, Exposition};
 use tripgate_wasmtime::Breaker;
 
 use crate::http;
@@ -36,7 +36,7 @@ impl MetricsServer {
         let shown: Shown = Arc::default();
         let mut registry = client::registry::Registry::default();
         let seen = Arc::clone(&shown);
-        registry.register_collector(Box::new(Collector::new(move || {
+        registry.register_collector(Box::new(Exposition::new().collector(move || {
             // Clone the breaker out so the slot's lock is not held while it is read.
             let breaker = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
             breaker

@@ -20,6 +20,9 @@ use crate::{
     FleetStatus, Metrics, Outcome, Rejection, State, Transition,
 };
 
+/// What `acquire-keyed` decided: the ticket with the instance's era, or why not.
+type Decided = Result<(wit::Ticketed, u64), Rejection>;
+
 pub(crate) struct BreakerShared {
     pub(crate) instance: Arc<InstanceShared>,
     /// Where the breaker sits in its instance (its handle and key there).
@@ -72,7 +75,7 @@ impl BreakerShared {
     /// rejection, and the transitions the call caused (not yet told: the caller makes its
     /// permit first).
     #[inline]
-    fn admit(&self) -> Result<(Result<(wit::Ticketed, u64), Rejection>, Vec<Transition>)> {
+    fn admit(&self) -> Result<(Decided, Vec<Transition>)> {
         let now = self.now();
         let mut guest = self.instance.lock();
         let key = guest.seat(self.seat)?.key;

@@ -85,6 +85,11 @@ fn invalid_configs() -> Vec<Config> {
             ..d
         },
         Config {
+            slow_call_duration: Some(SECOND),
+            max_in_flight: Some(4),
+            ..d
+        },
+        Config {
             half_open_max_probes: 0,
             ..d
         },

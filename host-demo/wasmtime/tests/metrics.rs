@@ -71,7 +71,9 @@ fn the_registry_collector_exposes_the_shared_scenario_as_every_host_does() {
     let mut wasm = Wasm::new();
     shared::run_scenario(&mut wasm).unwrap();
     let mut metrics = client::registry::Registry::default();
-    metrics.register_collector(Box::new(prometheus::registry(Arc::clone(&wasm.registry))));
+    metrics.register_collector(Box::new(
+        prometheus::Exposition::new().registry(Arc::clone(&wasm.registry)),
+    ));
     let (text, openmetrics) = scrape(&metrics);
     shared::promtool_check(&text).unwrap();
     shared::assert_matches_expected(&text).unwrap();
@@ -89,7 +91,9 @@ fn a_breaker_collector_sees_a_fleet_members_status() {
     };
     let breaker = runtime.breaker(&config).unwrap();
     let mut metrics = client::registry::Registry::default();
-    metrics.register_collector(Box::new(prometheus::breaker("ledger", breaker.clone())));
+    metrics.register_collector(Box::new(
+        prometheus::Exposition::new().breaker("ledger", breaker.clone()),
+    ));
     breaker
         .fleet_apply(tripgate_wasmtime::FleetEvent {
             generation: 7,
@@ -126,4 +130,35 @@ fn a_registrys_breakers_emit_a_tracing_event_per_transition() {
         .map(|e| shared::event_line(e).unwrap())
         .collect();
     assert_eq!(seen, shared::SCENARIO_EVENTS);
+}
+
+/// Two breaker collectors in one registry (the issue's case: two `HELP` lines for every
+/// family) and the registry's own: each family once, every breaker's series in it.
+#[test]
+fn two_breaker_collectors_and_a_registrys_in_one_registry_give_a_valid_exposition() {
+    let mut wasm = Wasm::new();
+    shared::run_scenario(&mut wasm).unwrap();
+    let (runtime, _clock) = common::fake(0);
+    let a = runtime.breaker(&Config::default()).unwrap();
+    let b = runtime.breaker(&Config::default()).unwrap();
+    let group = prometheus::Exposition::new();
+    let mut metrics = client::registry::Registry::default();
+    metrics.register_collector(Box::new(group.breaker("wasm-a", a)));
+    metrics.register_collector(Box::new(group.breaker("wasm-b", b)));
+    metrics.register_collector(Box::new(group.registry(Arc::clone(&wasm.registry))));
+    let (text, openmetrics) = scrape(&metrics);
+    shared::promtool_check(&text).unwrap();
+    assert_eq!(text.matches("# HELP tripgate_state ").count(), 1, "{text}");
+    assert_eq!(openmetrics.matches("# TYPE tripgate_state ").count(), 1);
+    for name in ["wasm-a", "wasm-b"] {
+        assert!(text.contains(&format!(
+            r#"tripgate_state{{breaker="{name}",state="closed"}} 1"#
+        )));
+    }
+    for name in wasm.registry.names() {
+        assert!(
+            text.contains(&format!(r#"tripgate_state{{breaker={name:?},"#)),
+            "{name}"
+        );
+    }
 }

@@ -192,6 +192,8 @@ fn spec_allows(c: &Config) -> bool {
         && c.max_cooldown.is_none_or(|m| m >= c.cooldown)
         && c.jitter_percent <= 100
         && c.max_in_flight.is_none_or(|n| n >= 1)
+        && (c.slow_call_duration.is_none()
+            || c.max_in_flight.is_none_or(|n| n >= c.failure_threshold))
         && (1..=64).contains(&c.half_open_max_probes)
         && c.half_open_required_successes >= 1
         && percent(c.half_open_success_rate)
