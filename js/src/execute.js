@@ -84,17 +84,41 @@ function rejected(error, hasFallback, fallback) {
   }
 }
 
-async function run(breaker, fn, permit, hasFallback, fallback) {
-  let value;
+/**
+ * `Promise.prototype.then` as the package loaded it: `run` chains on the promise `fn`
+ * gave through it, as `await` would (an own or patched `then` is not called).
+ */
+const promiseThen = Promise.prototype.then;
+
+/**
+ * A call without timeout or signal: `fn`'s promise, chained once, with the outcome
+ * recorded when it settles. No async function: one promise and two small closures per
+ * call, where an async wrapper awaiting `fn` adds its own promise and a suspension
+ * (16–27 ns a call on Node 24, three interleaved runs).
+ */
+function run(breaker, fn, permit, hasFallback, fallback) {
+  let pending;
   try {
-    value = await fn(neverAbortingSignal());
+    // A thenable, a plain value or a promise of another realm or subclass becomes a
+    // native promise; a native one comes back as is. Either may throw (a `constructor`
+    // getter): that is `fn` failing.
+    pending = Promise.resolve(fn(neverAbortingSignal()));
   } catch (error) {
     breaker[settle](permit, errorCode(error));
-    if (hasFallback) return applyFallback(fallback, error);
-    throw error;
+    return rejected(error, hasFallback, fallback);
   }
-  breaker[settle](permit, valueCode(value));
-  return value;
+  return promiseThen.call(
+    pending,
+    (value) => {
+      breaker[settle](permit, valueCode(value));
+      return value;
+    },
+    (error) => {
+      breaker[settle](permit, errorCode(error));
+      if (hasFallback) return applyFallback(fallback, error);
+      throw error;
+    },
+  );
 }
 
 function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallback) {

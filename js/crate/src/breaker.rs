@@ -10,7 +10,8 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use tripgate_core::{
-    Admission, Breaker as Core, Nanos, Outcome, RejectReason, State, Transitions, MAX_EXPORT_LEN,
+    Breaker as Core, Nanos, Outcome, Permit, RejectReason, Rejection, State, Transitions, Verdict,
+    MAX_EXPORT_LEN,
 };
 use wasm_bindgen::prelude::*;
 
@@ -94,30 +95,44 @@ impl Breaker {
         true
     }
 
+    /// Keeps the transitions a call appended to `caused`, if any; whether there were any.
+    /// The core's `_into` forms leave `caused` untouched when a call causes none, so the
+    /// hot path neither builds nor copies an empty list.
+    #[inline]
+    fn caused(&mut self, caused: Option<Transitions>) -> bool {
+        match caused {
+            Some(transitions) => self.note(transitions),
+            None => false,
+        }
+    }
+
     /// Admits or rejects a call (see the crate docs for the return code).
     pub fn acquire(&mut self, now_ms: f64) -> i32 {
         let now = self.now(now_ms);
-        let admission = self.core.acquire(now);
-        self.admitted(admission, now)
+        let mut caused = None;
+        let decision = self.core.acquire_into(now, &mut caused);
+        let moved = self.caused(caused);
+        self.admitted(decision, moved, now)
     }
 
     /// [`Self::acquire`] without a clock reading, for the common case (see the module
     /// docs). Returns [`NEED_CLOCK`] when admission needs time.
     pub fn acquire_closed(&mut self) -> i32 {
-        match self.core.acquire_untimed() {
-            Some(admission) => {
+        let mut caused = None;
+        match self.core.acquire_untimed_into(&mut caused) {
+            Some(decision) => {
+                let moved = self.caused(caused);
                 let now = self.core.latest();
-                self.admitted(admission, now)
+                self.admitted(decision, moved, now)
             }
             None => NEED_CLOCK,
         }
     }
 
-    /// The code for an admission decided at `now`.
+    /// The code for an admission decided at `now` (`moved`: it caused transitions).
     #[inline]
-    fn admitted(&mut self, admission: Admission, now: Nanos) -> i32 {
-        let moved = self.note(admission.transitions);
-        let rejection = match admission.decision {
+    fn admitted(&mut self, decision: Result<Permit, Rejection>, moved: bool, now: Nanos) -> i32 {
+        let rejection = match decision {
             Ok(permit) => {
                 let core = &self.core;
                 let stored = self.permits.insert(
@@ -184,16 +199,29 @@ impl Breaker {
             return BAD_OUTCOME;
         };
         let now = self.now(now_ms);
+        let mut caused = None;
         // Exact: a whole number below 2³⁰.
-        let recorded = match self.permits.take(permit as u32) {
-            Some(permit) => self.core.record(permit, outcome, now),
-            None => self.core.record_stale(outcome, now),
+        let verdict = match self.permits.take(permit as u32) {
+            Some(permit) => self.core.record_into(permit, outcome, now, &mut caused),
+            None => {
+                let recorded = self.core.record_stale(outcome, now);
+                if !recorded.transitions.is_empty() {
+                    caused = Some(recorded.transitions);
+                }
+                Verdict {
+                    class: recorded.class,
+                    slow: recorded.slow,
+                    stale: recorded.stale,
+                }
+            }
         };
-        let mut code = i32::from(recorded.class.code())
-            | i32::from(recorded.slow) << 2
-            | i32::from(recorded.stale) << 3;
-        if self.note(recorded.transitions) {
-            code |= (recorded.transitions.len() as i32) << 4;
+        let mut code = i32::from(verdict.class.code())
+            | i32::from(verdict.slow) << 2
+            | i32::from(verdict.stale) << 3;
+        if let Some(transitions) = caused {
+            if self.note(transitions) {
+                code |= (transitions.len() as i32) << 4;
+            }
         }
         code
     }
