@@ -9,7 +9,8 @@
 //             same `await fn()` without a breaker (the overhead a guarded call adds);
 //             against cockatiel's ConsecutiveBreaker (its cheapest: no window, no clock)
 //             and its SamplingBreaker (a time window, like tripgate's), and with a 10 s
-//             timeout on every call (a timer per call on all three).
+//             timeout on every call (a timer per call on all three), and with a timeout
+//             of its own for every call (10 s + i µs; the peers keep their 10 s).
 //   acquire+record   tripgate's two-step API; opossum and cockatiel have none, so their
 //             column is their cheapest guarded call (execute of a synchronous fn, awaited,
 //             minus `await fn()`).
@@ -152,6 +153,18 @@ async function overheadRow(name, tripgate, opossumOp, cockatielOp, base = () => 
   const o = new Opossum(fn, { timeout: 10_000 });
   const c = cockatiel.wrap(cockatiel.timeout(10_000, cockatiel.TimeoutStrategy.Aggressive), cockatielSampling());
   await overheadRow('execute with a 10 s timeout (timer per call)', () => t.execute(fn), () => o.fire(), () => c.execute(fn));
+}
+
+{
+  // Timeouts computed per call (a deadline minus now): every call a length of its own.
+  // opossum and cockatiel take one timeout per breaker or policy, so theirs is the 10 s
+  // of the row above, a timer per call either way.
+  const t = new CircuitBreaker();
+  const o = new Opossum(fn, { timeout: 10_000 });
+  const c = cockatiel.wrap(cockatiel.timeout(10_000, cockatiel.TimeoutStrategy.Aggressive), cockatielSampling());
+  let i = 0;
+  await overheadRow('execute with a distinct timeout per call (10 s + i µs)',
+    () => t.execute(fn, { timeoutMs: 10_000 + (i++ % 1_000_000) / 1_000 }), () => o.fire(), () => c.execute(fn));
 }
 
 {

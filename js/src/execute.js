@@ -85,9 +85,12 @@ function rejected(error, hasFallback, fallback) {
 }
 
 /**
- * `Promise.prototype.then` as the package loaded it: `run` chains on the promise `fn`
- * gave through it, as `await` would (an own or patched `then` is not called).
+ * `Promise`, `Promise.resolve` and `Promise.prototype.then` as the package loaded them:
+ * `execute` turns what `fn` gave into a native promise and chains on it as `await` would
+ * (an own or patched `then` is not called).
  */
+const NativePromise = Promise;
+const promiseResolve = Promise.resolve;
 const promiseThen = Promise.prototype.then;
 
 /**
@@ -102,7 +105,7 @@ function run(breaker, fn, permit, hasFallback, fallback) {
     // A thenable, a plain value or a promise of another realm or subclass becomes a
     // native promise; a native one comes back as is. Either may throw (a `constructor`
     // getter): that is `fn` failing.
-    pending = Promise.resolve(fn(neverAbortingSignal()));
+    pending = promiseResolve.call(NativePromise, fn(neverAbortingSignal()));
   } catch (error) {
     breaker[settle](permit, errorCode(error));
     return rejected(error, hasFallback, fallback);
@@ -194,11 +197,12 @@ function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallbac
     }
     let pending;
     try {
-      pending = Promise.resolve(fn(controller.signal));
+      pending = promiseResolve.call(NativePromise, fn(controller.signal));
     } catch (error) {
       pending = Promise.reject(error);
     }
-    pending.then(
+    promiseThen.call(
+      pending,
       (value) => {
         if (done) return;
         finish(valueCode(value));

@@ -62,6 +62,32 @@ describe('execute', () => {
     assert.equal(breaker.metrics().calls, 1);
   });
 
+  test("whatever fn returns, execute settles as `await` would and records once: a promise with its own then, a subclass, a thenable, a value", async () => {
+    class Sub extends Promise {}
+    const patched = Promise.resolve({ status: 503 });
+    patched.then = () => {
+      throw new Error('own then must not be called');
+    };
+    const cases = [
+      [() => patched, { status: 503 }, 503],
+      [() => Sub.resolve(7), 7, 'success'],
+      [() => ({ then: (resolve) => resolve({ status: 429 }) }), { status: 429 }, 429],
+      [() => 'plain', 'plain', 'success'],
+    ];
+    for (const [fn, value, outcome] of cases) {
+      const { breaker } = make({ failureThreshold: 100, minCalls: 100 });
+      assert.deepEqual(await breaker.execute(fn), value);
+      assert.equal(breaker.metrics().calls, 1);
+      assert.equal(breaker.outstandingPermits, 0);
+      const expected = typeof outcome === 'number' && outcome >= 429 ? 'fault' : 'success';
+      assert.equal(breaker.lastRecord.class, expected, `${fn}`);
+    }
+    const { breaker } = make();
+    const rejectedThenable = { then: (_, reject) => reject(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' })) };
+    await assert.rejects(breaker.execute(() => rejectedThenable), /refused/);
+    assert.equal(breaker.metrics().faults, 1);
+  });
+
   test('a synchronous throw is recorded as a failure and rethrown', async () => {
     const { breaker } = make();
     await assert.rejects(breaker.execute(() => {
