@@ -1,0 +1,855 @@
+//! The Python breaker: `tripgate._native.Breaker` (which `tripgate.CircuitBreaker`
+//! subclasses), its `Permit`, `Rejection` and `Transition` values.
+//!
+//! Each method translates: Python values in, the native breaker's (`tripgate::Breaker`)
+//! call, Python values out. Every decision is the core's. Nothing here holds the breaker's
+//! lock while Python code runs: the native breaker tells listeners after releasing it,
+//! and a callable clock is read before any call into the breaker.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::gc::PyVisit;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple, PyType};
+use pyo3::PyTraverseError;
+
+use tripgate::{Clock, OwnedPermit, Outcome, Rejection as CoreRejection, Transition as CoreTransition};
+use tripgate_core::exposition::{self, Value};
+use tripgate_core::{Class, RejectReason, Verdict, ROUTES};
+
+use crate::clock::AnyClock;
+use crate::options;
+use crate::outcome;
+use crate::report;
+
+/// The transition listeners, shared with the closure the native breaker calls.
+struct Hooks {
+    listeners: Py<PyList>,
+    errors: AtomicU64,
+    on_error: Option<Py<PyAny>>,
+}
+
+impl Hooks {
+    fn tell(&self, py: Python<'_>, transition: &CoreTransition) {
+        let list = self.listeners.bind(py);
+        if list.is_empty() {
+            return;
+        }
+        // A copy: a listener may add or remove listeners.
+        let snapshot = list.to_tuple();
+        let Ok(object) = Bound::new(py, Transition::from(*transition)) else {
+            return;
+        };
+        for listener in snapshot.iter() {
+            if let Err(error) = listener.call1((object.clone(),)) {
+                self.failed(py, &error, &object);
+            }
+        }
+    }
+
+    /// A listener raised: counted, handed to `on_listener_error` or logged; never
+    /// raised into the call that caused the transition.
+    #[cold]
+    fn failed(&self, py: Python<'_>, error: &PyErr, transition: &Bound<'_, Transition>) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        match &self.on_error {
+            Some(hook) => {
+                if let Err(again) = hook.bind(py).call1((error.value(py), transition)) {
+                    self.errors.fetch_add(1, Ordering::Relaxed);
+                    report::error(py, "tripgate: on_listener_error raised", &again);
+                }
+            }
+            None => report::error(
+                py,
+                "tripgate: a transition listener raised; the breaker carries on",
+                error,
+            ),
+        }
+    }
+}
+
+/// A breaker's parts besides the native breaker.
+struct Shared {
+    name: String,
+    clock: AnyClock,
+    hooks: Arc<Hooks>,
+    timeout: Option<u64>,
+    fallback: Option<Py<PyAny>>,
+    classify: Option<Py<PyAny>>,
+    /// `contextvars.ContextVar` holding this breaker's `with` permits as a linked stack of
+    /// `(permit, rest)` tuples: each thread and each asyncio task sees its own.
+    stack: Py<PyAny>,
+    /// Its bound `get` and `set`.
+    stack_get: Py<PyAny>,
+    stack_set: Py<PyAny>,
+}
+
+/// The breaker. `tripgate.CircuitBreaker` is the class to use; see its docs.
+#[pyclass(subclass, frozen, weakref, module = "tripgate._native", name = "Breaker")]
+pub struct Breaker {
+    inner: Arc<tripgate::Breaker<AnyClock>>,
+    shared: Shared,
+}
+
+static OPEN_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static STATE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn seconds(ns: u64) -> f64 {
+    AnyClock::seconds(ns)
+}
+
+/// The `CircuitOpenError` for a rejection.
+fn open_error<'py>(
+    py: Python<'py>,
+    rejection: &CoreRejection,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    OPEN_ERROR
+        .import(py, "tripgate._errors", "CircuitOpenError")?
+        .call1((
+            rejection.reason.name(),
+            rejection.state.name(),
+            seconds(rejection.retry_after),
+            name,
+        ))
+}
+
+/// What a fallback gives for `error`: its result when it is callable, else itself.
+fn fall_back<'py>(fallback: &Bound<'py, PyAny>, error: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if fallback.is_callable() {
+        fallback.call1((error,))
+    } else {
+        Ok(fallback.clone())
+    }
+}
+
+fn transitions_list<'py>(py: Python<'py>, ts: &[CoreTransition]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for t in ts {
+        list.append(Bound::new(py, Transition::from(*t))?)?;
+    }
+    Ok(list)
+}
+
+impl Breaker {
+    #[inline(always)]
+    fn outcome_of_value(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> Outcome {
+        match &self.shared.classify {
+            None => outcome::of_value(value),
+            Some(classify) => outcome::of_custom(py, classify, value),
+        }
+    }
+
+    fn outcome_of_error(&self, py: Python<'_>, error: &Bound<'_, PyAny>) -> Outcome {
+        if !error.is_instance_of::<pyo3::exceptions::PyException>() {
+            return Outcome::Cancelled;
+        }
+        match &self.shared.classify {
+            None => outcome::of_error(py, error),
+            Some(classify) => outcome::of_custom(py, classify, error),
+        }
+    }
+
+    /// The guarded call: acquire, run, classify, record, fall back.
+    #[allow(clippy::too_many_arguments)]
+    fn guarded<'py>(
+        &self,
+        py: Python<'py>,
+        f: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+        timeout: Option<u64>,
+        fallback: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let clock = &self.shared.clock;
+        clock.refresh(py);
+        let permit = match self.inner.acquire() {
+            Ok(permit) => permit,
+            Err(rejection) => {
+                return match fallback {
+                    // A fallback value needs no exception made.
+                    Some(fallback) if !fallback.is_callable() => Ok(fallback.clone()),
+                    Some(fallback) => fallback.call1((open_error(py, &rejection, &self.shared.name)?,)),
+                    None => Err(PyErr::from_value(open_error(
+                        py,
+                        &rejection,
+                        &self.shared.name,
+                    )?)),
+                };
+            }
+        };
+        let started = timeout.map(|_| self.inner.clock().now());
+        let result = f.call(args, kwargs);
+        clock.refresh(py);
+        // A synchronous call cannot be interrupted: one that returns after its budget, by
+        // the breaker's clock, counts as a timeout (as the native breaker's `call`).
+        let late = match (timeout, started) {
+            (Some(limit), Some(start)) => self.inner.clock().now().saturating_sub(start) > limit,
+            _ => false,
+        };
+        match result {
+            Ok(value) => {
+                let outcome = if late {
+                    Outcome::Timeout
+                } else {
+                    self.outcome_of_value(py, &value)
+                };
+                permit.record(outcome);
+                Ok(value)
+            }
+            Err(error) => {
+                let value = error.value(py).clone().into_any();
+                let outcome = if late {
+                    Outcome::Timeout
+                } else {
+                    self.outcome_of_error(py, &value)
+                };
+                permit.record(outcome);
+                match fallback {
+                    // A caller that gave up (KeyboardInterrupt, a cancelled task) gets no
+                    // fallback: the exception goes on.
+                    Some(fallback) if outcome != Outcome::Cancelled => fall_back(fallback, &value),
+                    _ => Err(error),
+                }
+            }
+        }
+    }
+
+    fn new_permit<'py>(
+        slf: &Bound<'py, Self>,
+        permit: OwnedPermit<AnyClock>,
+    ) -> PyResult<Bound<'py, Permit>> {
+        let probe = permit.is_probe();
+        Bound::new(
+            slf.py(),
+            Permit {
+                breaker: slf.clone().unbind(),
+                permit: Some(permit),
+                verdict: None,
+                probe,
+            },
+        )
+    }
+
+    fn manual(
+        &self,
+        py: Python<'_>,
+        op: fn(&tripgate::Breaker<AnyClock>) -> tripgate::Transitions,
+    ) -> PyResult<Py<PyList>> {
+        self.shared.clock.refresh(py);
+        let transitions = op(&self.inner);
+        Ok(transitions_list(py, transitions.as_slice())?.unbind())
+    }
+}
+
+#[pymethods]
+impl Breaker {
+    #[new]
+    #[pyo3(signature = (**options))]
+    fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let o = options::parse(py, options)?;
+        let inner = tripgate::Breaker::with_clock(o.config, o.clock.clone())
+            // Unreachable: `parse` validated the config.
+            .map_err(|e| PyValueError::new_err(options::python_message(&e.to_string())))?;
+        let hooks = Arc::new(Hooks {
+            listeners: PyList::empty(py).unbind(),
+            errors: AtomicU64::new(0),
+            on_error: o.on_listener_error,
+        });
+        let told = Arc::clone(&hooks);
+        inner.on_transition(move |t| Python::attach(|py| told.tell(py, t)));
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("default", py.None())?;
+        let stack = py.import("contextvars")?.getattr("ContextVar")?.call(
+            (format!("tripgate.permits.{}", o.name),),
+            Some(&kwargs),
+        )?;
+        let stack_get = stack.getattr("get")?.unbind();
+        let stack_set = stack.getattr("set")?.unbind();
+        let stack = stack.unbind();
+        Ok(Self {
+            inner: Arc::new(inner),
+            shared: Shared {
+                name: o.name,
+                clock: o.clock,
+                hooks,
+                timeout: o.timeout,
+                fallback: o.fallback,
+                classify: o.classify,
+                stack,
+                stack_get,
+                stack_set,
+            },
+        })
+    }
+
+    /// The name given as `name=` (the `breaker` label of its metrics), `"default"` else.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The effective state: `closed`, `open`, `half-open`, `isolated` or `disabled` (an
+    /// open breaker past its cooldown reads `half-open`).
+    #[getter]
+    fn state(&self, py: Python<'_>) -> &'static str {
+        self.shared.clock.refresh(py);
+        self.inner.state().name()
+    }
+
+    /// The default budget of `call` and `call_async`, in seconds (`None`: no budget).
+    #[getter]
+    fn timeout(&self) -> Option<f64> {
+        self.shared.timeout.map(seconds)
+    }
+
+    /// Whether a default fallback was given.
+    #[getter]
+    fn _has_fallback(&self) -> bool {
+        self.shared.fallback.is_some()
+    }
+
+    #[getter]
+    fn _fallback(&self, py: Python<'_>) -> Py<PyAny> {
+        self.shared
+            .fallback
+            .as_ref()
+            .map(|f| f.clone_ref(py))
+            .unwrap_or_else(|| py.None())
+    }
+
+    /// Admits a call (a `Permit`, truthy) or turns it away (a `Rejection`, falsy, with
+    /// `reason` and `retry_after`). Never raises.
+    fn acquire<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let this = slf.get();
+        this.shared.clock.refresh(slf.py());
+        match this.inner.acquire_owned() {
+            Ok(permit) => Ok(Self::new_permit(slf, permit)?.into_any()),
+            Err(rejection) => Ok(Bound::new(
+                slf.py(),
+                Rejection {
+                    inner: rejection,
+                    breaker: slf.clone().unbind(),
+                },
+            )?
+            .into_any()),
+        }
+    }
+
+    /// `breaker.call(fn, *args, **kwargs)`: runs `fn` if the breaker admits it, records
+    /// its outcome (a returned response by its status, a raised exception by its kind)
+    /// and returns its result, or raises `CircuitOpenError` (or returns the breaker's
+    /// fallback).
+    #[pyo3(signature = (f, /, *args, **kwargs))]
+    fn call<'py>(
+        slf: &Bound<'py, Self>,
+        f: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let this = slf.get();
+        let py = slf.py();
+        let fallback = this.shared.fallback.as_ref().map(|f| f.bind(py));
+        this.guarded(py, f, args, kwargs, this.shared.timeout, fallback)
+    }
+
+    /// `call` with its own budget (seconds or None) and fallback (`has_fallback`).
+    #[pyo3(signature = (f, args, kwargs, timeout, has_fallback, fallback))]
+    fn _call_with<'py>(
+        slf: &Bound<'py, Self>,
+        f: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+        timeout: Option<f64>,
+        has_fallback: bool,
+        fallback: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let this = slf.get();
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let timeout = timeout.map(|s| (s * 1e9).round().max(1.0) as u64);
+        let fallback = has_fallback.then_some(fallback);
+        this.guarded(slf.py(), f, args, kwargs, timeout, fallback)
+    }
+
+    /// `with breaker as permit:` admits the block or raises `CircuitOpenError`; its
+    /// exception is classified when it leaves, and a block that ends normally records
+    /// success, unless it recorded its own outcome (`permit.record(response)`).
+    fn __enter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Permit>> {
+        let this = slf.get();
+        let py = slf.py();
+        this.shared.clock.refresh(py);
+        let permit = match this.inner.acquire_owned() {
+            Ok(permit) => Self::new_permit(slf, permit)?,
+            Err(rejection) => {
+                return Err(PyErr::from_value(open_error(py, &rejection, &this.shared.name)?))
+            }
+        };
+        let rest = this.shared.stack_get.bind(py).call0()?;
+        this.shared
+            .stack_set
+            .bind(py)
+            .call1(((permit.clone(), rest),))?;
+        Ok(permit)
+    }
+
+    #[pyo3(signature = (_exc_type, exc, _traceback))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _exc_type: &Bound<'_, PyAny>,
+        exc: &Bound<'_, PyAny>,
+        _traceback: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let top = self.shared.stack_get.bind(py).call0()?;
+        if top.is_none() {
+            return Err(PyRuntimeError::new_err(
+                "__exit__ without __enter__ in this context",
+            ));
+        }
+        let (permit, rest): (Bound<'_, Permit>, Bound<'_, PyAny>) = top.extract()?;
+        self.shared.stack_set.bind(py).call1((rest,))?;
+        let outcome = if exc.is_none() {
+            Outcome::Success
+        } else {
+            self.outcome_of_error(py, exc)
+        };
+        let mut permit = permit.borrow_mut();
+        if permit.permit.is_some() {
+            permit.finish(py, outcome);
+        }
+        Ok(false)
+    }
+
+    /// Adds a transition listener, called with a `Transition` by whichever call caused
+    /// it, after the breaker is released. Returns `listener` (usable as a decorator). A
+    /// listener that raises is counted (`metrics()["listener_errors"]`) and logged on the
+    /// `tripgate` logger (or handed to `on_listener_error`); the call goes on.
+    fn on_transition<'py>(&self, listener: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        if !listener.is_callable() {
+            return Err(PyTypeError::new_err("listener must be callable"));
+        }
+        self.shared
+            .hooks
+            .listeners
+            .bind(listener.py())
+            .append(&listener)?;
+        Ok(listener)
+    }
+
+    /// Removes a listener added with `on_transition` (a no-op for one never added).
+    fn remove_listener(&self, listener: &Bound<'_, PyAny>) -> PyResult<()> {
+        let list = self.shared.hooks.listeners.bind(listener.py());
+        for (i, l) in list.iter().enumerate() {
+            if l.eq(listener)? {
+                list.del_item(i)?;
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forces the breaker open until `release()`; returns the transitions caused.
+    fn isolate(&self, py: Python<'_>) -> PyResult<Py<PyList>> {
+        self.manual(py, tripgate::Breaker::isolate)
+    }
+
+    /// Closes an isolated or disabled breaker (no-op otherwise).
+    fn release(&self, py: Python<'_>) -> PyResult<Py<PyList>> {
+        self.manual(py, tripgate::Breaker::release)
+    }
+
+    /// Admits everything and never trips, still measuring, until `release()`.
+    fn disable(&self, py: Python<'_>) -> PyResult<Py<PyList>> {
+        self.manual(py, tripgate::Breaker::disable)
+    }
+
+    /// Back to closed with an empty window, from any state; permits out become stale.
+    fn reset(&self, py: Python<'_>) -> PyResult<Py<PyList>> {
+        self.manual(py, tripgate::Breaker::reset)
+    }
+
+    /// The whole state as bytes (the core's versioned format, instants relative to now).
+    fn export_state<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        self.shared.clock.refresh(py);
+        PyBytes::new(py, &self.inner.export_state())
+    }
+
+    /// Replaces the state with exported bytes; `elapsed` seconds passed since the export.
+    /// Bad bytes raise `tripgate.StateError` (with `kind`) and change nothing.
+    #[pyo3(signature = (state, elapsed = 0.0))]
+    fn import_state(&self, py: Python<'_>, state: &[u8], elapsed: f64) -> PyResult<()> {
+        if !elapsed.is_finite() || elapsed < 0.0 {
+            return Err(options::option_error(
+                py,
+                false,
+                "elapsed",
+                "elapsed must be a finite number of seconds >= 0".into(),
+            ));
+        }
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let elapsed = (elapsed * 1e9).round().min(u64::MAX as f64) as u64;
+        self.shared.clock.refresh(py);
+        self.inner.import_state(state, elapsed).map_err(|e| {
+            match STATE_ERROR
+                .import(py, "tripgate._errors", "StateError")
+                .and_then(|cls| cls.call1((e.to_string(), e.kind().name())))
+            {
+                Ok(error) => PyErr::from_value(error),
+                Err(other) => other,
+            }
+        })
+    }
+
+    /// The core's snapshot as a dict (durations in seconds), with the host's counts of
+    /// listener and clock errors.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.shared.clock.refresh(py);
+        let m = self.inner.metrics();
+        let d = PyDict::new(py);
+        d.set_item("state", m.state.name())?;
+        d.set_item("epoch", m.epoch)?;
+        d.set_item("calls", m.window.calls)?;
+        d.set_item("faults", m.window.faults)?;
+        d.set_item("slow", m.window.slow)?;
+        d.set_item("in_flight", m.in_flight)?;
+        d.set_item("hung", m.hung)?;
+        d.set_item("probes_out", m.probes_out)?;
+        d.set_item("admitted_total", m.admitted_total)?;
+        let rejected = PyDict::new(py);
+        for reason in RejectReason::ALL {
+            let n = m
+                .rejected_total
+                .get(usize::from(reason.code()))
+                .copied()
+                .unwrap_or(0);
+            rejected.set_item(reason.name(), n)?;
+        }
+        d.set_item("rejected", rejected)?;
+        d.set_item("successes_total", m.successes_total)?;
+        d.set_item("faults_total", m.faults_total)?;
+        d.set_item("stale_total", m.stale_total)?;
+        d.set_item("transitions_total", m.transitions_total)?;
+        let routes = PyDict::new(py);
+        for (route, n) in ROUTES.iter().zip(m.transitions_by_route.iter()) {
+            routes.set_item(
+                (route.from.name(), route.to().name(), route.reason.name()),
+                *n,
+            )?;
+        }
+        d.set_item("transitions_by_route", routes)?;
+        d.set_item("time_in_state", seconds(m.time_in_state))?;
+        d.set_item("cooldown_remaining", seconds(m.cooldown_remaining))?;
+        d.set_item(
+            "last_transition",
+            match m.last_transition {
+                Some(t) => Bound::new(py, Transition::from(t))?.into_any(),
+                None => py.None().into_bound(py),
+            },
+        )?;
+        d.set_item(
+            "listener_errors",
+            self.shared.hooks.errors.load(Ordering::Relaxed),
+        )?;
+        d.set_item("clock_errors", self.shared.clock.errors())?;
+        Ok(d)
+    }
+
+    /// Every exposition series' value now, in the order of `exposition_families()`'s
+    /// series (one hold of the breaker's lock): what the Prometheus collector reads.
+    fn _samples<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.shared.clock.refresh(py);
+        let reading = self.inner.reading();
+        let list = PyList::empty(py);
+        for (_, value) in exposition::samples(&reading) {
+            match value {
+                Value::Count(n) => list.append(n)?,
+                Value::Seconds(_) => list.append(value.as_f64())?,
+            }
+        }
+        Ok(list)
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.shared.hooks.listeners)?;
+        visit.call(&self.shared.stack)?;
+        visit.call(&self.shared.stack_get)?;
+        visit.call(&self.shared.stack_set)?;
+        if let Some(f) = &self.shared.fallback {
+            visit.call(f)?;
+        }
+        if let Some(f) = &self.shared.classify {
+            visit.call(f)?;
+        }
+        if let Some(f) = &self.shared.hooks.on_error {
+            visit.call(f)?;
+        }
+        if let Some(f) = self.shared.clock.python_object() {
+            visit.call(f)?;
+        }
+        Ok(())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "<CircuitBreaker {:?} {}>",
+            self.shared.name,
+            self.state(py)
+        )
+    }
+}
+
+/// An admitted call. Record it once with `record(outcome)`; a permit dropped unrecorded
+/// (garbage-collected, or `cancel()`) records `cancelled`, which counts as nothing.
+#[pyclass(module = "tripgate._native", name = "Permit")]
+pub struct Permit {
+    breaker: Py<Breaker>,
+    permit: Option<OwnedPermit<AnyClock>>,
+    verdict: Option<Verdict>,
+    probe: bool,
+}
+
+impl Permit {
+    fn finish(&mut self, py: Python<'_>, outcome: Outcome) -> Option<&'static str> {
+        let permit = self.permit.take()?;
+        self.breaker.get().shared.clock.refresh(py);
+        let verdict = permit.record(outcome);
+        self.verdict = Some(verdict);
+        Some(verdict.class.name())
+    }
+
+    fn spent() -> PyErr {
+        PyRuntimeError::new_err("this permit was already recorded")
+    }
+}
+
+fn class_name(class: Class) -> &'static str {
+    class.name()
+}
+
+#[pymethods]
+impl Permit {
+    /// Records the call's outcome and returns its class (`success`, `fault` or
+    /// `neutral`). The outcome: `success` (the default), `timeout`, `connection-error`,
+    /// `failure`, `cancelled`, `ignored`, `status:N`, `grpc:N`, an HTTP status (int), an
+    /// exception (classified), or a response (by its `status_code` or `status`). One the
+    /// breaker cannot read raises `ValueError`/`TypeError` and the permit stays out.
+    #[pyo3(signature = (outcome = None))]
+    fn record(&mut self, py: Python<'_>, outcome: Option<&Bound<'_, PyAny>>) -> PyResult<&'static str> {
+        if self.permit.is_none() {
+            return Err(Self::spent());
+        }
+        let outcome = match outcome {
+            None => Outcome::Success,
+            Some(value) => outcome::of_any(py, value)?,
+        };
+        self.finish(py, outcome).ok_or_else(Self::spent)
+    }
+
+    /// Records a returned value by the breaker's rules (a response by its status, else
+    /// success; the breaker's `classify` if given).
+    fn record_result(&mut self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+        if self.permit.is_none() {
+            return Err(Self::spent());
+        }
+        let outcome = self.breaker.get().outcome_of_value(py, value);
+        self.finish(py, outcome).ok_or_else(Self::spent)
+    }
+
+    /// Records a raised exception by the breaker's rules.
+    fn record_error(&mut self, py: Python<'_>, error: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+        if self.permit.is_none() {
+            return Err(Self::spent());
+        }
+        let outcome = self.breaker.get().outcome_of_error(py, error);
+        self.finish(py, outcome).ok_or_else(Self::spent)
+    }
+
+    /// Gives the permit back as `cancelled` (no-op once recorded).
+    fn cancel(&mut self, py: Python<'_>) {
+        self.finish(py, Outcome::Cancelled);
+    }
+
+    /// Always true: the call was admitted.
+    #[getter]
+    fn admitted(&self) -> bool {
+        true
+    }
+
+    /// Whether this call is a half-open probe.
+    #[getter]
+    fn probe(&self) -> bool {
+        self.probe
+    }
+
+    /// Whether the permit is still out (not yet recorded).
+    #[getter]
+    fn pending(&self) -> bool {
+        self.permit.is_some()
+    }
+
+    /// After `record`: the class (`success`, `fault`, `neutral`); None before.
+    #[getter]
+    fn outcome_class(&self) -> Option<&'static str> {
+        self.verdict.map(|v| class_name(v.class))
+    }
+
+    /// After `record`: whether the success was slower than `slow_call_duration`.
+    #[getter]
+    fn slow(&self) -> Option<bool> {
+        self.verdict.map(|v| v.slow)
+    }
+
+    /// After `record`: whether the permit was from an earlier state (nothing counted).
+    #[getter]
+    fn stale(&self) -> Option<bool> {
+        self.verdict.map(|v| v.stale)
+    }
+
+    fn __bool__(&self) -> bool {
+        true
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.breaker)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<Permit{}{}>",
+            if self.probe { " probe" } else { "" },
+            match self.verdict {
+                Some(v) => format!(" recorded {}", v.class.name()),
+                None if self.permit.is_some() => " pending".into(),
+                None => " cancelled".into(),
+            }
+        )
+    }
+}
+
+/// A call the breaker turned away (falsy). `reason`: `open`, `probing`, `isolated`,
+/// `saturated` or `probing-elsewhere`; `retry_after` in seconds (0: no estimate).
+#[pyclass(frozen, module = "tripgate._native", name = "Rejection")]
+pub struct Rejection {
+    inner: CoreRejection,
+    breaker: Py<Breaker>,
+}
+
+#[pymethods]
+impl Rejection {
+    #[getter]
+    fn admitted(&self) -> bool {
+        false
+    }
+
+    #[getter]
+    fn reason(&self) -> &'static str {
+        self.inner.reason.name()
+    }
+
+    /// The state that rejected.
+    #[getter]
+    fn state(&self) -> &'static str {
+        self.inner.state.name()
+    }
+
+    /// Seconds until a call could be admitted (0 when there is no estimate).
+    #[getter]
+    fn retry_after(&self) -> f64 {
+        seconds(self.inner.retry_after)
+    }
+
+    #[getter]
+    fn retry_after_ns(&self) -> u64 {
+        self.inner.retry_after
+    }
+
+    /// Always false: nothing to record.
+    #[getter]
+    fn probe(&self) -> bool {
+        false
+    }
+
+    /// The `CircuitOpenError` to raise for this rejection.
+    fn error<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        open_error(py, &self.inner, &self.breaker.get().shared.name)
+    }
+
+    fn __bool__(&self) -> bool {
+        false
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.breaker)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<Rejection {} ({}), retry after {:.3}s>",
+            self.inner.reason.name(),
+            self.inner.state.name(),
+            seconds(self.inner.retry_after)
+        )
+    }
+}
+
+/// A state change: `from_state`, `to_state`, `reason`, `at` (seconds on the breaker's
+/// clock; `at_ns`), `epoch` (the one entered).
+#[pyclass(frozen, module = "tripgate._native", name = "Transition")]
+pub struct Transition {
+    inner: CoreTransition,
+}
+
+impl From<CoreTransition> for Transition {
+    fn from(inner: CoreTransition) -> Self {
+        Self { inner }
+    }
+}
+
+#[pymethods]
+impl Transition {
+    #[getter]
+    fn from_state(&self) -> &'static str {
+        self.inner.from.name()
+    }
+    #[getter]
+    fn to_state(&self) -> &'static str {
+        self.inner.to.name()
+    }
+    #[getter]
+    fn reason(&self) -> &'static str {
+        self.inner.reason.name()
+    }
+    #[getter]
+    fn at(&self) -> f64 {
+        seconds(self.inner.at)
+    }
+    #[getter]
+    fn at_ns(&self) -> u64 {
+        self.inner.at
+    }
+    #[getter]
+    fn epoch(&self) -> u64 {
+        self.inner.epoch
+    }
+    /// `(from_state, to_state, reason)`.
+    fn as_tuple(&self) -> (&'static str, &'static str, &'static str) {
+        (
+            self.inner.from.name(),
+            self.inner.to.name(),
+            self.inner.reason.name(),
+        )
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "<Transition {}->{} ({}) at {:.3}s, epoch {}>",
+            self.inner.from.name(),
+            self.inner.to.name(),
+            self.inner.reason.name(),
+            seconds(self.inner.at),
+            self.inner.epoch
+        )
+    }
+}

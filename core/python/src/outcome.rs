@@ -1,0 +1,198 @@
+//! Python values as the core's outcomes.
+//!
+//! The rules are the core's (`SPEC.md` § Outcomes): the Python side only says what it
+//! saw. A returned value with an HTTP status (`status_code`, then `status`: `requests`,
+//! `httpx`, `aiohttp` responses) reports that status; any other value is a success. A
+//! raised exception is classified by `tripgate._classify.classify_error` (timeouts,
+//! connection errors, statuses and gRPC codes through the cause chain); an exception
+//! that is not an `Exception` (`KeyboardInterrupt`, `asyncio.CancelledError`) is
+//! `cancelled`. A breaker's `classify` option replaces both.
+
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::intern;
+
+use tripgate_core::{Outcome, OutcomeKind};
+
+/// An outcome named in the vectors' words: `success`, `timeout`, `connection-error`,
+/// `failure`, `cancelled`, `ignored`, `status:503`, `grpc:14` (`_` for `-` too).
+pub fn parse_name(text: &str) -> PyResult<Outcome> {
+    let bad = || {
+        PyValueError::new_err(format!(
+            "unknown outcome {text:?}: one of success, timeout, connection-error, failure, \
+             cancelled, ignored, status:N, grpc:N, an HTTP status, a response or an exception"
+        ))
+    };
+    let (name, code) = match text.split_once(':') {
+        Some((name, code)) => (name, Some(code)),
+        None => (text, None),
+    };
+    let kind = OutcomeKind::from_name(&name.replace('_', "-")).ok_or_else(bad)?;
+    match (kind, code) {
+        (OutcomeKind::Status, Some(code)) => {
+            let n: i64 = code.trim().parse().map_err(|_| bad())?;
+            status(n)
+        }
+        (OutcomeKind::Grpc, Some(code)) => {
+            let n: i64 = code.trim().parse().map_err(|_| bad())?;
+            grpc(n)
+        }
+        (kind, None) => Outcome::of_kind(kind).ok_or_else(bad),
+        _ => Err(bad()),
+    }
+}
+
+/// An HTTP status outcome, or a `ValueError` for a status outside 100–599.
+pub fn status(n: i64) -> PyResult<Outcome> {
+    u16::try_from(n)
+        .ok()
+        .and_then(|n| Outcome::status(n).ok())
+        .ok_or_else(|| PyValueError::new_err(format!("HTTP status {n} is outside 100-599")))
+}
+
+/// A gRPC outcome, or a `ValueError` for a code outside 0–16.
+pub fn grpc(n: i64) -> PyResult<Outcome> {
+    u8::try_from(n)
+        .ok()
+        .and_then(|n| Outcome::grpc(n).ok())
+        .ok_or_else(|| PyValueError::new_err(format!("gRPC code {n} is outside 0-16")))
+}
+
+/// Whether `value`'s type is one that never carries a status: the values most calls
+/// return, answered without looking up attributes.
+#[inline(always)]
+fn plain(value: &Bound<'_, PyAny>) -> bool {
+    value.is_none()
+        || value.is_exact_instance_of::<PyBool>()
+        || value.is_exact_instance_of::<PyInt>()
+        || value.is_exact_instance_of::<PyString>()
+        || value.is_exact_instance_of::<PyBytes>()
+        || value.is_exact_instance_of::<PyDict>()
+        || value.is_exact_instance_of::<PyList>()
+        || value.is_exact_instance_of::<PyTuple>()
+        || value.is_exact_instance_of::<PyFloat>()
+}
+
+/// The status a response-like value carries: `status_code`, else `status`, when it is an
+/// int (an `HTTPStatus` too). Attributes that raise count as absent.
+pub fn status_of<'py>(value: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+    let py = value.py();
+    for name in [intern!(py, "status_code"), intern!(py, "status")] {
+        if let Ok(Some(v)) = value.getattr_opt(name) {
+            if v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>() {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
+/// A returned value's outcome (no custom classifier).
+#[inline(always)]
+pub fn of_value(value: &Bound<'_, PyAny>) -> Outcome {
+    if plain(value) {
+        return Outcome::Success;
+    }
+    of_response(value)
+}
+
+#[cold]
+fn of_response(value: &Bound<'_, PyAny>) -> Outcome {
+    match status_of(value) {
+        // The upstream answered, but not in HTTP (a status outside 100–599): the Rust
+        // hosts' rule (`Status`), a failure.
+        Some(code) => code
+            .extract::<i64>()
+            .ok()
+            .and_then(|n| status(n).ok())
+            .unwrap_or(Outcome::Failure),
+        None => Outcome::Success,
+    }
+}
+
+/// What `tripgate._classify.classify_error` returns, as an outcome.
+fn from_classifier(result: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+    if let Ok(text) = result.cast::<PyString>() {
+        return parse_name(&text.to_cow()?);
+    }
+    Err(PyTypeError::new_err(
+        "the error classifier must return an outcome name such as 'timeout' or 'status:503'",
+    ))
+}
+
+static CLASSIFY_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// A raised exception's outcome by the package's rules.
+pub fn of_error(py: Python<'_>, error: &Bound<'_, PyAny>) -> Outcome {
+    if !error.is_instance_of::<PyException>() {
+        // KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError: the
+        // caller gave up, no evidence about the upstream.
+        return Outcome::Cancelled;
+    }
+    let classify = CLASSIFY_ERROR.import(py, "tripgate._classify", "classify_error");
+    match classify.and_then(|f| f.call1((error,))) {
+        Ok(result) => from_classifier(&result).unwrap_or(Outcome::Failure),
+        Err(_) => Outcome::Failure,
+    }
+}
+
+/// Any outcome a caller hands `record`: a name, an HTTP status (int), an exception, a
+/// response (by its status), or `None` (success).
+pub fn of_any(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+    if value.is_none() {
+        return Ok(Outcome::Success);
+    }
+    if let Ok(text) = value.cast::<PyString>() {
+        return parse_name(&text.to_cow()?);
+    }
+    if value.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(
+            "a bool is not an outcome: pass 'success' or 'failure'",
+        ));
+    }
+    if value.is_instance_of::<PyInt>() {
+        let n: i64 = value
+            .extract()
+            .map_err(|_| PyValueError::new_err("HTTP status is outside 100-599"))?;
+        return status(n);
+    }
+    if value.is_instance_of::<pyo3::exceptions::PyBaseException>() {
+        return Ok(of_error(py, value));
+    }
+    match status_of(value) {
+        Some(code) => {
+            let n: i64 = code
+                .extract()
+                .map_err(|_| PyValueError::new_err("HTTP status is outside 100-599"))?;
+            status(n)
+        }
+        None => Err(PyTypeError::new_err(format!(
+            "cannot read an outcome from a {}: pass an outcome name, an HTTP status, an \
+             exception or a response with a status_code or status",
+            value
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "?".into())
+        ))),
+    }
+}
+
+/// A custom classifier's answer for a value or an exception.
+pub fn of_custom(py: Python<'_>, classify: &Py<PyAny>, value: &Bound<'_, PyAny>) -> Outcome {
+    match classify.bind(py).call1((value,)) {
+        Ok(result) => of_any(py, &result).unwrap_or(Outcome::Failure),
+        Err(_) => Outcome::Failure,
+    }
+}
+
+/// An outcome in the vectors' words (`success`, `status:503`, `grpc:14`).
+pub fn name_of(outcome: Outcome) -> String {
+    match outcome {
+        Outcome::Status(code) => format!("status:{}", code.get()),
+        Outcome::Grpc(code) => format!("grpc:{}", code.get()),
+        other => other.kind().name().to_string(),
+    }
+}

@@ -1,0 +1,35 @@
+//! Reporting what the breaker carries on past (a listener that raised, a clock that gave
+//! no reading) through the `logging` module's `tripgate` logger. Reporting never raises.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+
+static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn logger(py: Python<'_>) -> Option<&Bound<'_, PyAny>> {
+    LOGGER
+        .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            Ok(py
+                .import("logging")?
+                .call_method1("getLogger", ("tripgate",))?
+                .unbind())
+        })
+        .ok()
+        .map(|l| l.bind(py))
+}
+
+/// A warning on the `tripgate` logger.
+pub fn warn(py: Python<'_>, message: &str) {
+    if let Some(logger) = logger(py) {
+        let _ = logger.call_method1("warning", (message,));
+    }
+}
+
+/// An error with its exception (`exc_info`) on the `tripgate` logger.
+pub fn error(py: Python<'_>, message: &str, error: &PyErr) {
+    if let Some(logger) = logger(py) {
+        let kwargs = pyo3::types::PyDict::new(py);
+        let _ = kwargs.set_item("exc_info", error.value(py));
+        let _ = logger.call_method("error", (message,), Some(&kwargs));
+    }
+}
