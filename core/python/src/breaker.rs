@@ -16,7 +16,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple, PyType};
 use pyo3::PyTraverseError;
 
-use tripgate::{Clock, OwnedPermit, Outcome, Rejection as CoreRejection, Transition as CoreTransition};
+use tripgate::{
+    Clock, Outcome, OwnedPermit, Rejection as CoreRejection, Transition as CoreTransition,
+};
 use tripgate_core::exposition::{self, Value};
 use tripgate_core::{Class, RejectReason, Verdict, ROUTES};
 
@@ -88,7 +90,13 @@ struct Shared {
 }
 
 /// The breaker. `tripgate.CircuitBreaker` is the class to use; see its docs.
-#[pyclass(subclass, frozen, weakref, module = "tripgate._native", name = "Breaker")]
+#[pyclass(
+    subclass,
+    frozen,
+    weakref,
+    module = "tripgate._native",
+    name = "Breaker"
+)]
 pub struct Breaker {
     inner: Arc<tripgate::Breaker<AnyClock>>,
     shared: Shared,
@@ -118,7 +126,10 @@ fn open_error<'py>(
 }
 
 /// What a fallback gives for `error`: its result when it is callable, else itself.
-fn fall_back<'py>(fallback: &Bound<'py, PyAny>, error: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+fn fall_back<'py>(
+    fallback: &Bound<'py, PyAny>,
+    error: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
     if fallback.is_callable() {
         fallback.call1((error,))
     } else {
@@ -172,7 +183,9 @@ impl Breaker {
                 return match fallback {
                     // A fallback value needs no exception made.
                     Some(fallback) if !fallback.is_callable() => Ok(fallback.clone()),
-                    Some(fallback) => fallback.call1((open_error(py, &rejection, &self.shared.name)?,)),
+                    Some(fallback) => {
+                        fallback.call1((open_error(py, &rejection, &self.shared.name)?,))
+                    }
                     None => Err(PyErr::from_value(open_error(
                         py,
                         &rejection,
@@ -263,10 +276,10 @@ impl Breaker {
         inner.on_transition(move |t| Python::attach(|py| told.tell(py, t)));
         let kwargs = PyDict::new(py);
         kwargs.set_item("default", py.None())?;
-        let stack = py.import("contextvars")?.getattr("ContextVar")?.call(
-            (format!("tripgate.permits.{}", o.name),),
-            Some(&kwargs),
-        )?;
+        let stack = py
+            .import("contextvars")?
+            .getattr("ContextVar")?
+            .call((format!("tripgate.permits.{}", o.name),), Some(&kwargs))?;
         let stack_get = stack.getattr("get")?.unbind();
         let stack_set = stack.getattr("set")?.unbind();
         let stack = stack.unbind();
@@ -384,7 +397,11 @@ impl Breaker {
         let permit = match this.inner.acquire_owned() {
             Ok(permit) => Self::new_permit(slf, permit)?,
             Err(rejection) => {
-                return Err(PyErr::from_value(open_error(py, &rejection, &this.shared.name)?))
+                return Err(PyErr::from_value(open_error(
+                    py,
+                    &rejection,
+                    &this.shared.name,
+                )?))
             }
         };
         let rest = this.shared.stack_get.bind(py).call0()?;
@@ -541,7 +558,9 @@ impl Breaker {
         }
         d.set_item("transitions_by_route", routes)?;
         d.set_item("time_in_state", seconds(m.time_in_state))?;
+        d.set_item("time_in_state_ns", m.time_in_state)?;
         d.set_item("cooldown_remaining", seconds(m.cooldown_remaining))?;
+        d.set_item("cooldown_remaining_ns", m.cooldown_remaining)?;
         d.set_item(
             "last_transition",
             match m.last_transition {
@@ -593,11 +612,7 @@ impl Breaker {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        format!(
-            "<CircuitBreaker {:?} {}>",
-            self.shared.name,
-            self.state(py)
-        )
+        format!("<CircuitBreaker {:?} {}>", self.shared.name, self.state(py))
     }
 }
 
@@ -637,7 +652,11 @@ impl Permit {
     /// exception (classified), or a response (by its `status_code` or `status`). One the
     /// breaker cannot read raises `ValueError`/`TypeError` and the permit stays out.
     #[pyo3(signature = (outcome = None))]
-    fn record(&mut self, py: Python<'_>, outcome: Option<&Bound<'_, PyAny>>) -> PyResult<&'static str> {
+    fn record(
+        &mut self,
+        py: Python<'_>,
+        outcome: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<&'static str> {
         if self.permit.is_none() {
             return Err(Self::spent());
         }
@@ -650,7 +669,11 @@ impl Permit {
 
     /// Records a returned value by the breaker's rules (a response by its status, else
     /// success; the breaker's `classify` if given).
-    fn record_result(&mut self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+    fn record_result(
+        &mut self,
+        py: Python<'_>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<&'static str> {
         if self.permit.is_none() {
             return Err(Self::spent());
         }

@@ -172,14 +172,14 @@ fn duration_ns(what: &str, seconds: &Bound<'_, PyAny>, allow_negative: bool) -> 
         )));
     }
     if seconds.is_instance_of::<PyInt>() {
-        let s: i128 = seconds.extract().map_err(|_| {
-            PyValueError::new_err(format!("{what} is too large"))
-        })?;
+        let s: i128 = seconds
+            .extract()
+            .map_err(|_| PyValueError::new_err(format!("{what} is too large")))?;
         return Ok(s.saturating_mul(1_000_000_000));
     }
-    let s: f64 = seconds.extract().map_err(|_| {
-        PyTypeError::new_err(format!("{what} must be a number of seconds"))
-    })?;
+    let s: f64 = seconds
+        .extract()
+        .map_err(|_| PyTypeError::new_err(format!("{what} must be a number of seconds")))?;
     if !s.is_finite() || (!allow_negative && s < 0.0) {
         return Err(PyValueError::new_err(format!(
             "{what} must be a finite number of seconds{}",

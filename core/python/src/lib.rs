@@ -110,7 +110,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     let fields = PyList::empty(py);
     for &field in Field::ALL {
-        fields.append((field.name(), options::option_name(field), kind_name(field.kind())))?;
+        fields.append((
+            field.name(),
+            options::option_name(field),
+            kind_name(field.kind()),
+        ))?;
     }
     m.add("CONFIG_FIELDS", fields.to_tuple())?;
     Ok(())

@@ -101,9 +101,9 @@ fn seconds_to_ns(py: Python<'_>, option: &str, value: &Bound<'_, PyAny>) -> PyRe
         return Err(wrong());
     }
     let seconds: f64 = if value.is_instance_of::<PyInt>() || value.is_instance_of::<PyFloat>() {
-        value.extract().map_err(|_| {
-            option_error(py, false, option, format!("{option} is too large"))
-        })?
+        value
+            .extract()
+            .map_err(|_| option_error(py, false, option, format!("{option} is too large")))?
     } else if let Ok(total) = value.call_method0("total_seconds") {
         if !value
             .get_type()
@@ -187,7 +187,10 @@ fn codes(
             py,
             true,
             option,
-            format!("{option} must be an iterable of ints, not {}", type_name(value)),
+            format!(
+                "{option} must be an iterable of ints, not {}",
+                type_name(value)
+            ),
         )
     })?;
     let mut out = Vec::new();
@@ -219,17 +222,24 @@ fn set_field(
             let n = whole(py, option, value)?;
             if n < 0 {
                 // The field's rule, as the core words it for the smallest value.
-                let mut probe = *config;
-                set(&mut probe, 0)?;
-                return match probe.validate() {
-                    Err(e) if e.field == field => Err(config_error(py, e)),
-                    _ => Err(option_error(
-                        py,
-                        false,
-                        option,
-                        format!("{option} must be >= 0"),
-                    )),
-                };
+                // The field's rule, as the core words it for the smallest value or, when
+                // that one is allowed, for the largest.
+                for edge in [0, u64::MAX] {
+                    let mut probe = *config;
+                    if probe.set(field, edge).is_ok() {
+                        if let Err(e) = probe.validate() {
+                            if e.field == field {
+                                return Err(config_error(py, e));
+                            }
+                        }
+                    }
+                }
+                return Err(option_error(
+                    py,
+                    false,
+                    option,
+                    format!("{option} must be >= 0"),
+                ));
             }
             set(config, u64::try_from(n).unwrap_or(u64::MAX))
         }
@@ -324,7 +334,11 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Op
         if value.is_none() && option != "fallback" {
             continue;
         }
-        if let Some(field) = Field::ALL.iter().copied().find(|f| option_name(*f) == option) {
+        if let Some(field) = Field::ALL
+            .iter()
+            .copied()
+            .find(|f| option_name(*f) == option)
+        {
             set_field(py, &mut out.config, field, &option, &value)?;
             continue;
         }
@@ -343,8 +357,14 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Op
                 out.clock = if let Ok(fake) = value.cast::<FakeClock>() {
                     AnyClock::Fake(Arc::clone(&fake.get().inner))
                 } else if value.is_callable() {
-                    let clock = CallableClock::new(py, value.clone().unbind())
-                        .map_err(|e| option_error(py, e.is_instance_of::<PyTypeError>(py), "clock", e.to_string()))?;
+                    let clock = CallableClock::new(py, value.clone().unbind()).map_err(|e| {
+                        option_error(
+                            py,
+                            e.is_instance_of::<PyTypeError>(py),
+                            "clock",
+                            e.to_string(),
+                        )
+                    })?;
                     AnyClock::Callable(Arc::new(clock))
                 } else {
                     return Err(option_error(

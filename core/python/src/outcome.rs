@@ -9,10 +9,10 @@
 //! `cancelled`. A breaker's `classify` option replaces both.
 
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use pyo3::intern;
 
 use tripgate_core::{Outcome, OutcomeKind};
 
