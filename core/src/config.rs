@@ -118,6 +118,21 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The longest opening this configuration makes: the backed-off cooldown at its cap,
+    /// lengthened by the most its jitter adds. No opening the fleet asks for lasts longer
+    /// (a stored or replayed event cannot hold a member open past it).
+    pub fn longest_opening(&self) -> Nanos {
+        let base = self
+            .max_cooldown
+            .unwrap_or(self.cooldown)
+            .max(self.cooldown);
+        let percent = u64::from(self.jitter_percent);
+        let jitter = (base / 100)
+            .saturating_mul(percent)
+            .saturating_add((base % 100).saturating_mul(percent) / 100);
+        base.saturating_add(jitter)
+    }
+
     /// Checks every rule; the error names the first field that breaks one.
     pub fn validate(&self) -> Result<(), ConfigError> {
         use Field as F;

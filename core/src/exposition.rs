@@ -393,8 +393,13 @@ mod tests {
             assert_eq!(r.fleet, b.fleet_status(now));
         }
         assert_eq!(b.reading(20 * SECOND).metrics.state, State::HalfOpen);
-        assert!(b.reading(20 * SECOND).fleet.wants_lease);
-        assert!(!b.reading(SECOND).fleet.wants_lease);
+        // A member wants the lease once a caller was turned away for the want of it.
+        assert!(!b.reading(20 * SECOND).fleet.wants_lease);
+        let turned_away = b.acquire(20 * SECOND).decision.unwrap_err();
+        assert_eq!(turned_away.reason, crate::RejectReason::ProbingElsewhere);
+        let r = b.reading(20 * SECOND);
+        assert_eq!(r.fleet, b.fleet_status(20 * SECOND));
+        assert!(r.fleet.wants_lease);
     }
 
     #[test]

@@ -57,7 +57,7 @@ mod table;
 mod codec;
 mod config;
 pub mod exposition;
-mod fleet;
+pub mod fleet;
 #[cfg(feature = "alloc")]
 mod handles;
 mod inflight;

@@ -7,6 +7,7 @@
 //! the same code checked them.
 
 pub mod exposition;
+pub mod protocol;
 pub mod trace;
 
 use std::collections::BTreeMap;

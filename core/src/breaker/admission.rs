@@ -225,7 +225,9 @@ impl Breaker {
     #[inline(never)]
     fn admit_probe(&mut self, now: Nanos) -> Result<Permit, Rejection> {
         if !self.fleet.may_probe(now) {
-            // Another member holds the fleet's probe lease: its round speaks for all.
+            // Another member holds the fleet's probe lease (its round speaks for all), or
+            // nobody does: this caller is why this member asks for it.
+            self.fleet.asked = true;
             return Err(self.reject(RejectReason::ProbingElsewhere, 0));
         }
         let (limit, timeout) = (self.config.half_open_max_probes, self.config.probe_timeout);

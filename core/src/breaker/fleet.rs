@@ -10,9 +10,14 @@ use crate::transition::{Reason, Transitions};
 impl Breaker {
     /// Applies an event from the fleet at `now` (see the module docs): stale below the
     /// last generation applied, held by operator states, else the fleet's open (for the
-    /// event's remaining cooldown) or close (with an empty window).
+    /// event's remaining cooldown, at most this breaker's longest opening: a stored or
+    /// replayed event can ask for no more) or close (with an empty window).
     pub fn fleet_apply(&mut self, event: FleetEvent, now: Nanos) -> (FleetApplied, Transitions) {
         let now = self.clock.observe(now);
+        let event = FleetEvent {
+            remaining: event.remaining.min(self.config.longest_opening()),
+            ..event
+        };
         let mut transitions = self.settle(now);
         if !self.fleet.enabled() {
             return (FleetApplied::NotInFleet, transitions);
@@ -64,6 +69,9 @@ impl Breaker {
     pub fn fleet_lease(&mut self, held_for: Option<Nanos>, now: Nanos) {
         let now = self.clock.observe(now);
         self.fleet.lease_until = held_for.map(|d| now.saturating_add(d.max(1)));
+        if held_for.is_some() {
+            self.fleet.asked = false;
+        }
     }
 
     /// The store is unreachable (`true`) or back (`false`). Degraded, the breaker decides
@@ -99,6 +107,7 @@ impl Breaker {
             wants_lease: fleet.enabled()
                 && !fleet.degraded
                 && !lease_held
+                && fleet.asked
                 && state == State::HalfOpen,
             stale_events: fleet.stale_events,
         }

@@ -314,7 +314,7 @@ impl Breaker {
         } else {
             0
         };
-        self.fleet.announce(transition.reason, opening);
+        self.fleet.announce(transition.reason, opening, at);
         bump(&mut self.stats.transitions);
         count_route(&mut self.stats.routes, transition.route());
         self.stats.last = Some(transition);

@@ -29,8 +29,20 @@
 //! * **Degraded**: with the store unreachable the adapter says so
 //!   ([`Breaker::fleet_degraded`]) and the breaker is a plain local one: it probes on its
 //!   own (K probes), without a lease, until the store is back.
+//!
+//! With the feature `alloc`, the rest of fleet mode that every adapter shares:
+//! [`protocol`] (the member protocol: a state machine with no I/O that adapters run),
+//! [`wire`] (the keys, the message line, the signed vote) and [`options`] (the bounds of
+//! the timings, the reconnect backoff).
 
 use crate::config::MAX_QUORUM;
+
+#[cfg(feature = "alloc")]
+pub mod options;
+#[cfg(feature = "alloc")]
+pub mod protocol;
+#[cfg(feature = "alloc")]
+pub mod wire;
 use crate::state::State;
 use crate::table::table;
 use crate::time::{since, Nanos};
@@ -121,8 +133,10 @@ pub struct FleetStatus {
     pub degraded: bool,
     /// This member holds the probe lease.
     pub lease_held: bool,
-    /// Half-open, in touch with the store and without the lease: the adapter should try
-    /// to take it.
+    /// Half-open, in touch with the store, without the lease, and a caller was turned away
+    /// for the want of it (`probing-elsewhere`): the adapter should try to take it. A member
+    /// with no call to probe with never asks, so an idle member never holds the fleet's
+    /// round up.
     pub wants_lease: bool,
     /// Fleet events ignored as stale since creation.
     pub stale_events: u64,
@@ -144,6 +158,9 @@ pub(crate) struct Fleet {
     voters: u8,
     pub(crate) pending: Option<Announcement>,
     pub(crate) stale_events: u64,
+    /// A caller was turned away as `probing-elsewhere` since this member last took a lease
+    /// or changed state: it has a call to probe with.
+    pub(crate) asked: bool,
 }
 
 impl Fleet {
@@ -158,6 +175,7 @@ impl Fleet {
             voters: 0,
             pending: None,
             stale_events: 0,
+            asked: false,
         }
     }
 
@@ -168,11 +186,13 @@ impl Fleet {
     /// Whether this member may admit probes at `now`: not in fleet mode, degraded, or
     /// holding a lease that has not run out.
     pub(crate) fn may_probe(&self, now: Nanos) -> bool {
-        !self.enabled()
-            || self.degraded
-            || self
-                .lease_until
-                .is_some_and(|until| since(until, now) > 0 && since(until, now) < 1 << 63)
+        !self.enabled() || self.degraded || self.holds_lease(now)
+    }
+
+    /// Whether this member holds a probe lease that has not run out at `now`.
+    pub(crate) fn holds_lease(&self, now: Nanos) -> bool {
+        self.lease_until
+            .is_some_and(|until| since(until, now) > 0 && since(until, now) < 1 << 63)
     }
 
     /// Takes `event`'s generation if it is newer than the last one applied; false (and
@@ -222,16 +242,20 @@ impl Fleet {
             .is_some_and(|quorum| self.voters >= quorum.max(1))
     }
 
-    /// The announcement a transition makes, if any: a trip on the breaker's own evidence,
-    /// or the end of a probe round this member ran under the lease (the lease ends too).
-    /// A round after the fleet's open ends in the fleet's event; a round after this
-    /// member's own opening (below the quorum: it tripped since the last fleet open) ends
-    /// in a fresh vote, or in nothing.
-    pub(crate) fn announce(&mut self, reason: Reason, remaining: Nanos) {
+    /// The announcement a transition at `at` makes, if any: a trip on the breaker's own
+    /// evidence, or the end of a probe round this member ran under a lease it still held
+    /// (the lease ends too). A round after the fleet's open ends in the fleet's event; a
+    /// round after this member's own opening (below the quorum: it tripped since the last
+    /// fleet open) ends in a fresh vote, or in nothing. A round whose lease had run out
+    /// speaks for nobody: another member may hold the lease by now (a member frozen past
+    /// its lease, waking up), so it ends in no announcement.
+    pub(crate) fn announce(&mut self, reason: Reason, remaining: Nanos, at: Nanos) {
         if !self.enabled() {
             return;
         }
-        let led = self.lease_until.is_some();
+        // Any change of state answers the callers who asked for a lease, one way or another.
+        self.asked = false;
+        let led = self.holds_lease(at);
         let kind = match reason {
             Reason::FailureThreshold
             | Reason::FailureRate

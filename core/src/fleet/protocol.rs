@@ -1,0 +1,762 @@
+//! The member protocol of fleet mode (`FLEET.md` § 11): what a member asks of the store,
+//! and what it does with the answers, as a state machine with no I/O. Every adapter (Rust,
+//! Node, Python) runs this one machine and only moves bytes: it reports what happened
+//! ([`Input`]), executes the one [`Command`] the machine asks for at a time, feeds back its
+//! [`Reply`], and calls again at the machine's [`Protocol::deadline`].
+//!
+//! The breaker is reached through [`Link`]: its fleet functions, local calls that never
+//! wait on the store. So the whole of a member's behaviour (when it votes, publishes, takes,
+//! renews and gives back the probe lease, what it believes of the store, which generation
+//! it publishes) is decided here once, and checked by the shared protocol vectors.
+//!
+//! The rules that keep a member safe against an idle peer and a hostile or broken store:
+//! - the lease is asked for only when the breaker has a call to probe with (a caller was
+//!   turned away for the want of it), and given back as soon as the member has no probe out;
+//! - a stored or received open lasts at most the least of the store's TTL, the signed
+//!   remaining time and the member's longest opening; a stored event without a TTL is absent;
+//! - a generation counter that holds no generation is counted and repaired, never
+//!   published past; an answer the store refuses (a key of the wrong type) is not an outage;
+//! - votes are signed and belong to a generation, so nobody without the key can vote, and a
+//!   captured vote counts only in its own generation;
+//! - nothing longer than [`MAX_LINE`](super::wire::MAX_LINE) is split or parsed.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::wire::{self, Ignored, Keys, Message, Signer};
+use super::{
+    Announcement, AnnouncementKind, FleetApplied, FleetEvent, FleetEventKind, FleetStatus,
+};
+use crate::state::State;
+use crate::time::{Nanos, MILLISECOND};
+
+/// What the protocol reads of its breaker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct View {
+    /// The effective state.
+    pub state: State,
+    /// The fleet part of the breaker.
+    pub status: FleetStatus,
+    /// Probes out.
+    pub probes_out: u8,
+    /// Remaining cooldown when open, in ns.
+    pub cooldown_remaining: Nanos,
+    /// Calls admitted since the breaker's creation (in half-open, probes): a lease under
+    /// which this grew was used.
+    pub admitted: u64,
+}
+
+/// What the protocol needs of its breaker: the core's fleet functions, at the host's
+/// `now`. Every method is a local call on the breaker.
+pub trait Link {
+    /// The breaker now.
+    fn view(&mut self) -> View;
+    /// The announcement the last transition left, taken once.
+    fn take_announcement(&mut self) -> Option<Announcement>;
+    /// Applies an event from the fleet.
+    fn apply(&mut self, event: FleetEvent) -> FleetApplied;
+    /// The store's trip votes (member, age); whether they reach the quorum.
+    fn votes(&mut self, votes: &[(u64, Nanos)]) -> bool;
+    /// Whether the store is reachable, and the lease held for so long from now, if any.
+    fn store(&mut self, reachable: bool, lease: Option<Nanos>);
+}
+
+/// What a member runs with: its fleet, its identity and the durations that pace it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The fleet's name (valid: see [`wire::valid_name`]).
+    pub name: String,
+    /// This member's id (not 0).
+    pub member: u64,
+    /// How often the member reads the fleet's state back from the keys.
+    pub reconcile_interval: Nanos,
+    /// The breaker's configured cooldown: the window votes count in.
+    pub cooldown: Nanos,
+    /// The breaker's probe timeout: the lease's length.
+    pub probe_timeout: Nanos,
+}
+
+/// What the adapter must do next on the store. Each is answered by one [`Reply`] (or by
+/// [`Input::Down`] if the store failed or did not answer in time).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Run `read.lua`: the stored event, its TTL and the generation counter.
+    Read,
+    /// Run `vote.lua` with this entry and the vote window.
+    Vote {
+        /// The signed vote entry.
+        entry: String,
+        /// The window votes count in (the cooldown), in ms.
+        window_ms: u64,
+    },
+    /// `INCR gen`.
+    NextGeneration,
+    /// Run `publish`: store the line (expiring after `expire_ms` for an open), clear the
+    /// votes, and publish the line on the channel, at once.
+    Publish {
+        /// The message.
+        line: String,
+        /// For an open: the stored event's TTL.
+        expire_ms: Option<u64>,
+    },
+    /// Run `take.lua`: take the probe lease for `ms` if it is free (or holds garbage).
+    TakeLease {
+        /// The holder's id, as the wire writes it.
+        holder: String,
+        /// The lease's length.
+        ms: u64,
+    },
+    /// Run `renew.lua`: extend this member's lease to `ms` from now.
+    RenewLease {
+        /// The holder's id.
+        holder: String,
+        /// The lease's length.
+        ms: u64,
+    },
+    /// Run `release.lua`: give this member's lease back.
+    ReleaseLease {
+        /// The holder's id.
+        holder: String,
+    },
+    /// Run `repair.lua`: set the generation counter to at least `floor`, replacing what
+    /// holds no generation.
+    Repair {
+        /// The least generation the counter must hold.
+        floor: u64,
+    },
+}
+
+/// The store's answer to the command last asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply<'a> {
+    /// To [`Command::Read`].
+    Read {
+        /// The stored event, if any.
+        event: Option<&'a [u8]>,
+        /// Its TTL in ms (`PTTL`: -1 without one, -2 gone).
+        event_ttl_ms: i64,
+        /// The generation counter, as stored.
+        generation: Option<&'a [u8]>,
+    },
+    /// To [`Command::Vote`]: the store's time and every vote (entry, the store's time of
+    /// it), both in ms.
+    Voted {
+        /// The store's time.
+        now_ms: u64,
+        /// The votes.
+        votes: Vec<(&'a [u8], u64)>,
+    },
+    /// To [`Command::NextGeneration`].
+    Generation(i64),
+    /// To [`Command::Publish`].
+    Published,
+    /// To [`Command::TakeLease`]: whether this member holds it now, else how long the
+    /// holder keeps it.
+    Lease {
+        /// Taken.
+        held: bool,
+        /// When not taken: the holder's remaining time in ms.
+        ttl_ms: i64,
+    },
+    /// To [`Command::RenewLease`]: whether it was still this member's.
+    Renewed(bool),
+    /// To [`Command::ReleaseLease`].
+    Released,
+    /// To [`Command::Repair`].
+    Repaired,
+    /// The store answered the command with an error of its data (a key of the wrong type,
+    /// a counter that is not an integer): up, but holding something bad.
+    Refused,
+}
+
+/// What happened, as the adapter saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input<'a> {
+    /// The store answers again (connected and subscribed).
+    Up,
+    /// The store failed, or did not answer within the store timeout: the member decides
+    /// locally until it is back.
+    Down,
+    /// The breaker changed (a transition, a caller turned away for the want of a lease,
+    /// a probe's outcome).
+    Changed,
+    /// A line from the fleet's channel.
+    Message(&'a [u8]),
+    /// The answer to the command in flight.
+    Reply(Reply<'a>),
+    /// The deadline came.
+    Tick,
+}
+
+/// What a member has counted, for its status and metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Messages received.
+    pub received: u64,
+    /// Events applied (from messages and reconciles).
+    pub applied: u64,
+    /// Events published.
+    pub published: u64,
+    /// Reconciles done.
+    pub reconciles: u64,
+    /// Leases taken.
+    pub leases: u64,
+    /// Repairs of the generation counter.
+    pub repairs: u64,
+    /// Commands the store refused.
+    pub refused: u64,
+    /// Messages, stored values and votes ignored, by [`Ignored`] code.
+    pub ignored: [u64; 6],
+}
+
+impl Counts {
+    fn ignore(&mut self, why: Ignored) {
+        if let Some(count) = self.ignored.get_mut(usize::from(why.code())) {
+            *count = count.saturating_add(1);
+        }
+    }
+}
+
+/// How many times a publish asks for a generation before it gives up (each miss repairs
+/// the counter first).
+const GENERATION_TRIES: u8 = 3;
+
+/// The command in flight, and what its reply continues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Awaiting {
+    Read,
+    Vote(Announcement),
+    Generation(Publishing),
+    Publish(Publishing),
+    Take { sent: Nanos },
+    Renew { sent: Nanos },
+    Release,
+    Repair,
+}
+
+/// An event on its way out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Publishing {
+    /// The announcement it tells, to keep if the store fails first.
+    announcement: Announcement,
+    kind: FleetEventKind,
+    tries: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lease {
+    Free,
+    Held {
+        until: Nanos,
+        renew_at: Nanos,
+        /// The breaker's admitted count when the lease was taken: a probe was admitted
+        /// under the lease once it grew.
+        admitted: u64,
+    },
+}
+
+/// One member of one fleet: the protocol's state.
+#[derive(Clone, Debug)]
+pub struct Protocol {
+    settings: Settings,
+    holder: String,
+    keys: Keys,
+    up: bool,
+    awaiting: Option<Awaiting>,
+    outgoing: Option<Command>,
+    /// When to read the keys back; `None` once the store is down.
+    reconcile_at: Option<Nanos>,
+    reconciled: bool,
+    repair: Option<u64>,
+    /// An event to publish once a generation is had.
+    publishing: Option<Publishing>,
+    /// The newest announcement the store did not take.
+    unsent: Option<Announcement>,
+    lease: Lease,
+    /// No lease is asked for before this (the holder keeps it until then).
+    lease_retry_at: Nanos,
+    /// The breaker wanted the lease, when last seen.
+    wants_lease: bool,
+    /// The stored event last read, to count a bad one once, not at every reconcile.
+    last_stored: Option<u64>,
+    counts: Counts,
+}
+
+impl Protocol {
+    /// A member with `settings`, with the store not yet reached.
+    pub fn new(settings: Settings) -> Self {
+        Self {
+            holder: wire::member_hex(settings.member),
+            keys: Keys::new(&settings.name),
+            settings,
+            up: false,
+            awaiting: None,
+            outgoing: None,
+            reconcile_at: None,
+            reconciled: false,
+            repair: None,
+            publishing: None,
+            unsent: None,
+            lease: Lease::Free,
+            lease_retry_at: 0,
+            wants_lease: false,
+            last_stored: None,
+            counts: Counts::default(),
+        }
+    }
+
+    /// The fleet's keys and channel.
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// The settings it runs with.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Whether the store answers.
+    pub fn up(&self) -> bool {
+        self.up
+    }
+
+    /// Whether this member holds the store's probe lease.
+    pub fn lease_held(&self) -> bool {
+        matches!(self.lease, Lease::Held { .. })
+    }
+
+    /// What the member has counted.
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    /// The command to execute next, if any (at most one is in flight).
+    pub fn poll(&mut self) -> Option<Command> {
+        self.outgoing.take()
+    }
+
+    /// When to feed [`Input::Tick`], if the member waits on time at all.
+    pub fn deadline(&self) -> Option<Nanos> {
+        if !self.up || self.awaiting.is_some() {
+            return None;
+        }
+        let renew = match self.lease {
+            Lease::Held { renew_at, .. } => Some(renew_at),
+            Lease::Free => None,
+        };
+        let retry =
+            (self.wants_lease && matches!(self.lease, Lease::Free)).then_some(self.lease_retry_at);
+        [self.reconcile_at, renew, retry]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Takes in what happened, and decides what comes next.
+    pub fn handle(
+        &mut self,
+        input: Input<'_>,
+        link: &mut impl Link,
+        signer: Option<&dyn Signer>,
+        now: Nanos,
+    ) {
+        match input {
+            Input::Up => {
+                self.up = true;
+                self.reconciled = false;
+                self.reconcile_at = Some(now);
+                self.awaiting = None;
+                self.outgoing = None;
+                link.store(true, None);
+            }
+            Input::Down => self.down(link),
+            Input::Changed | Input::Tick => {}
+            Input::Message(line) => {
+                self.counts.received = self.counts.received.saturating_add(1);
+                match wire::decode(line, &self.settings.name, signer) {
+                    Ok(message) => self.apply(link, &message, message.remaining()),
+                    Err(why) => self.counts.ignore(why),
+                }
+            }
+            Input::Reply(reply) => self.reply(reply, link, signer, now),
+        }
+        self.advance(link, signer, now);
+    }
+
+    /// The store is gone: decide locally, keep what was on its way out.
+    fn down(&mut self, link: &mut impl Link) {
+        match self.awaiting {
+            Some(Awaiting::Generation(p) | Awaiting::Publish(p)) => {
+                self.unsent = Some(p.announcement);
+            }
+            Some(Awaiting::Vote(announcement)) => self.unsent = Some(announcement),
+            _ => {}
+        }
+        if let Some(p) = self.publishing.take() {
+            self.unsent = Some(p.announcement);
+        }
+        self.up = false;
+        self.awaiting = None;
+        self.outgoing = None;
+        self.reconcile_at = None;
+        self.lease = Lease::Free;
+        link.store(false, None);
+    }
+
+    fn apply(&mut self, link: &mut impl Link, message: &Message, remaining: Nanos) {
+        let event = FleetEvent {
+            generation: message.generation,
+            kind: message.kind,
+            remaining,
+        };
+        match link.apply(event) {
+            FleetApplied::Applied | FleetApplied::Held => {
+                self.counts.applied = self.counts.applied.saturating_add(1);
+            }
+            FleetApplied::Stale => self.counts.ignore(Ignored::Stale),
+            FleetApplied::NotInFleet => {}
+        }
+    }
+
+    fn reply(
+        &mut self,
+        reply: Reply<'_>,
+        link: &mut impl Link,
+        signer: Option<&dyn Signer>,
+        now: Nanos,
+    ) {
+        let Some(awaiting) = self.awaiting.take() else {
+            return;
+        };
+        if reply == Reply::Refused {
+            self.counts.refused = self.counts.refused.saturating_add(1);
+        }
+        let mine = link.view().status.generation;
+        match (awaiting, reply) {
+            (
+                Awaiting::Read,
+                Reply::Read {
+                    event,
+                    event_ttl_ms,
+                    generation,
+                },
+            ) => self.reconciled(link, signer, now, mine, event, event_ttl_ms, generation),
+            (Awaiting::Vote(_), Reply::Voted { now_ms, votes }) => {
+                let mut ages: Vec<(u64, Nanos)> = Vec::with_capacity(votes.len());
+                for (entry, at_ms) in votes {
+                    match wire::decode_vote(entry, &self.settings.name, mine, signer) {
+                        Ok(member) if !ages.iter().any(|&(m, _)| m == member) => {
+                            let age = now_ms.saturating_sub(at_ms).saturating_mul(MILLISECOND);
+                            ages.push((member, age));
+                        }
+                        Ok(_) => {}
+                        Err(why) => self.counts.ignore(why),
+                    }
+                }
+                if link.votes(&ages) {
+                    let announcement = Announcement {
+                        kind: AnnouncementKind::Tripped,
+                        remaining: 0,
+                    };
+                    self.publish(announcement, FleetEventKind::Open);
+                }
+            }
+            (Awaiting::Generation(p), Reply::Generation(generation)) => {
+                match u64::try_from(generation)
+                    .ok()
+                    .filter(|&g| (1..=wire::MAX_NUMBER).contains(&g) && g > mine)
+                {
+                    Some(generation) => self.send(link, signer, p, generation),
+                    None => self.missed_generation(p, mine, generation > 0),
+                }
+            }
+            (Awaiting::Generation(p), Reply::Refused) => self.missed_generation(p, mine, false),
+            (Awaiting::Publish(_), Reply::Published) => {
+                self.counts.published = self.counts.published.saturating_add(1);
+            }
+            (Awaiting::Take { sent }, Reply::Lease { held, ttl_ms }) => {
+                let length = self.settings.probe_timeout;
+                if held {
+                    // The store's lease began when it answered or before: the breaker's
+                    // must not outlast it.
+                    let until = sent.saturating_add(length);
+                    self.lease = Lease::Held {
+                        until,
+                        renew_at: now.saturating_add(length / 3),
+                        admitted: link.view().admitted,
+                    };
+                    self.counts.leases = self.counts.leases.saturating_add(1);
+                    link.store(true, Some(until.saturating_sub(now)));
+                } else {
+                    // Another member holds it: ask again no sooner than it runs out.
+                    let wait = u64::try_from(ttl_ms)
+                        .unwrap_or(0)
+                        .saturating_mul(MILLISECOND)
+                        .clamp(MILLISECOND, length);
+                    self.lease_retry_at = now.saturating_add(wait);
+                }
+            }
+            (Awaiting::Renew { sent }, Reply::Renewed(renewed)) => {
+                if let (true, Lease::Held { admitted, .. }) = (renewed, self.lease) {
+                    let length = self.settings.probe_timeout;
+                    let until = sent.saturating_add(length);
+                    self.lease = Lease::Held {
+                        until,
+                        renew_at: now.saturating_add(length / 3),
+                        admitted,
+                    };
+                    link.store(true, Some(until.saturating_sub(now)));
+                } else {
+                    // Another member's by now (it ran out first): nothing to give back.
+                    self.lease = Lease::Free;
+                    link.store(true, None);
+                }
+            }
+            (Awaiting::Release, _) => self.lease = Lease::Free,
+            (Awaiting::Repair, reply) => {
+                // Tried once: a refusal waits for the next read to find it again.
+                self.repair = None;
+                if reply == Reply::Repaired {
+                    self.counts.repairs = self.counts.repairs.saturating_add(1);
+                }
+            }
+            // An answer that does not fit the question (a refused read, vote or publish):
+            // the data behind it is bad, but the store is up. It is counted and not asked
+            // again at once: the next read back finds what can be repaired.
+            (Awaiting::Read, _) => {
+                self.reconcile_at = Some(now.saturating_add(self.settings.reconcile_interval));
+            }
+            (Awaiting::Take { .. }, _) => {
+                self.lease_retry_at = now.saturating_add(self.settings.probe_timeout / 3);
+            }
+            (Awaiting::Renew { .. }, _) => {
+                self.lease = Lease::Free;
+                link.store(true, None);
+            }
+            (_, _) => {}
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn reconciled(
+        &mut self,
+        link: &mut impl Link,
+        signer: Option<&dyn Signer>,
+        now: Nanos,
+        mine: u64,
+        event: Option<&[u8]>,
+        event_ttl_ms: i64,
+        generation: Option<&[u8]>,
+    ) {
+        self.counts.reconciles = self.counts.reconciles.saturating_add(1);
+        self.reconcile_at = Some(now.saturating_add(self.settings.reconcile_interval));
+        // The counter: absent is 0 (a store restarted empty); anything else that is not a
+        // generation is repaired to this member's, as is one below it.
+        let stored = match generation {
+            None => Some(0),
+            Some(text) => wire::decode_generation(text),
+        };
+        match stored {
+            Some(stored) if stored >= mine => {}
+            Some(_) => self.repair = Some(mine),
+            None => {
+                self.counts.ignore(Ignored::MalformedGeneration);
+                self.repair = Some(mine);
+            }
+        }
+        if let Some(text) = event {
+            let fingerprint = fingerprint(text);
+            let new = self.last_stored != Some(fingerprint);
+            self.last_stored = Some(fingerprint);
+            match wire::decode(text, &self.settings.name, signer) {
+                Err(why) if new => self.counts.ignore(why),
+                Err(_) => {}
+                Ok(message) if message.generation > mine => {
+                    // An open lasts the least of the store's TTL and its signed time (and
+                    // the breaker caps it at its longest opening); one stored without a
+                    // TTL is not a shape the format writes: absent.
+                    let remaining = match message.kind {
+                        FleetEventKind::Close => Some(0),
+                        FleetEventKind::Open => u64::try_from(event_ttl_ms)
+                            .ok()
+                            .filter(|&ms| ms > 0)
+                            .map(|ms| ms.saturating_mul(MILLISECOND).min(message.remaining())),
+                    };
+                    if let Some(remaining) = remaining {
+                        self.apply(link, &message, remaining);
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
+        if !self.reconciled {
+            self.reconciled = true;
+            // Back from an outage: the announcement the store did not take goes out, if it
+            // still describes the breaker (an event just applied may have made it untrue).
+            if let Some(announcement) = self.unsent.take() {
+                if announcement.kind.holds_in(link.view().state) {
+                    self.announce(announcement);
+                }
+            }
+        }
+    }
+
+    /// A generation the counter should not have given (it held garbage, or is behind
+    /// this member): repair it, then ask again, a few times at most.
+    fn missed_generation(&mut self, p: Publishing, mine: u64, counted: bool) {
+        if !counted {
+            self.counts.ignore(Ignored::MalformedGeneration);
+        }
+        self.repair = Some(mine);
+        if p.tries < GENERATION_TRIES {
+            self.publishing = Some(Publishing {
+                tries: p.tries.saturating_add(1),
+                ..p
+            });
+        } else {
+            self.unsent = Some(p.announcement);
+        }
+    }
+
+    /// The event for `p` under `generation`, as the breaker stands now.
+    fn send(
+        &mut self,
+        link: &mut impl Link,
+        signer: Option<&dyn Signer>,
+        p: Publishing,
+        generation: u64,
+    ) {
+        let remaining_ms = match p.kind {
+            FleetEventKind::Close => 0,
+            FleetEventKind::Open => {
+                // What is left of this breaker's own opening: nothing to tell once it ended.
+                let view = link.view();
+                if view.state != State::Open || view.cooldown_remaining == 0 {
+                    return;
+                }
+                view.cooldown_remaining
+                    .div_ceil(MILLISECOND)
+                    .min(wire::MAX_NUMBER)
+            }
+        };
+        let message = Message {
+            generation,
+            kind: p.kind,
+            remaining_ms,
+            origin: self.settings.member,
+        };
+        let line = wire::encode(&self.settings.name, &message, signer);
+        let expire_ms = (p.kind == FleetEventKind::Open).then_some(remaining_ms);
+        self.ask(Command::Publish { line, expire_ms }, Awaiting::Publish(p));
+    }
+
+    fn publish(&mut self, announcement: Announcement, kind: FleetEventKind) {
+        self.publishing = Some(Publishing {
+            announcement,
+            kind,
+            tries: 1,
+        });
+    }
+
+    /// What an announcement asks of the store.
+    fn announce(&mut self, announcement: Announcement) {
+        match announcement.kind {
+            AnnouncementKind::Tripped => {
+                self.unsent = Some(announcement);
+            }
+            AnnouncementKind::Reopened => self.publish(announcement, FleetEventKind::Open),
+            AnnouncementKind::Closed => self.publish(announcement, FleetEventKind::Close),
+        }
+    }
+
+    fn ask(&mut self, command: Command, awaiting: Awaiting) {
+        self.outgoing = Some(command);
+        self.awaiting = Some(awaiting);
+    }
+
+    /// Picks the next command, when the store is up and none is in flight.
+    fn advance(&mut self, link: &mut impl Link, signer: Option<&dyn Signer>, now: Nanos) {
+        let view = link.view();
+        self.wants_lease = view.status.wants_lease;
+        if !self.up || self.awaiting.is_some() {
+            return;
+        }
+        // Reading back comes first: after an outage, before anything is published.
+        if self.reconcile_at.is_some_and(|at| now >= at) {
+            return self.ask(Command::Read, Awaiting::Read);
+        }
+        if let Some(floor) = self.repair {
+            return self.ask(Command::Repair { floor }, Awaiting::Repair);
+        }
+        if self.publishing.is_none() {
+            if let Some(announcement) = link.take_announcement() {
+                self.announce(announcement);
+            }
+        }
+        if let Some(p) = self.publishing.take() {
+            return self.ask(Command::NextGeneration, Awaiting::Generation(p));
+        }
+        if let Some(announcement) = self.unsent.take() {
+            if announcement.kind == AnnouncementKind::Tripped {
+                let entry = wire::vote_entry(
+                    &self.settings.name,
+                    self.settings.member,
+                    view.status.generation,
+                    signer,
+                );
+                let window_ms = self.settings.cooldown.div_ceil(MILLISECOND).max(1);
+                return self.ask(
+                    Command::Vote { entry, window_ms },
+                    Awaiting::Vote(announcement),
+                );
+            }
+            self.announce(announcement);
+            return self.advance(link, signer, now);
+        }
+        let holder = self.holder.clone();
+        match self.lease {
+            Lease::Held {
+                renew_at, admitted, ..
+            } => {
+                // Back as soon as the round is over (the breaker dropped its lease), or no
+                // probe is out any more, or none came within a third of the lease: an idle
+                // holder must not keep the fleet from recovering.
+                let over = !view.status.lease_held;
+                let probed = view.admitted > admitted;
+                let idle = view.probes_out == 0 && (probed || now >= renew_at);
+                if over || idle {
+                    if !over {
+                        link.store(true, None);
+                    }
+                    return self.ask(Command::ReleaseLease { holder }, Awaiting::Release);
+                }
+                if now >= renew_at {
+                    let ms = self.settings.probe_timeout.div_ceil(MILLISECOND).max(1);
+                    self.ask(
+                        Command::RenewLease { holder, ms },
+                        Awaiting::Renew { sent: now },
+                    );
+                }
+            }
+            Lease::Free => {
+                if view.status.wants_lease && now >= self.lease_retry_at {
+                    let ms = self.settings.probe_timeout.div_ceil(MILLISECOND).max(1);
+                    self.ask(
+                        Command::TakeLease { holder, ms },
+                        Awaiting::Take { sent: now },
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A short fingerprint of a stored value (FNV-1a), to tell one read from the last.
+fn fingerprint(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in bytes.iter().take(wire::MAX_LINE.saturating_add(1)) {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash ^ u64::try_from(bytes.len()).unwrap_or(u64::MAX)
+}
