@@ -833,12 +833,12 @@ impl From<CoreTransition> for Transition {
 
 #[pymethods]
 impl Transition {
-    #[getter]
-    fn from_state(&self) -> &'static str {
+    #[getter(from_state)]
+    fn state_left(&self) -> &'static str {
         self.inner.from.name()
     }
-    #[getter]
-    fn to_state(&self) -> &'static str {
+    #[getter(to_state)]
+    fn state_entered(&self) -> &'static str {
         self.inner.to.name()
     }
     #[getter]

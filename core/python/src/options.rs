@@ -105,11 +105,7 @@ fn seconds_to_ns(py: Python<'_>, option: &str, value: &Bound<'_, PyAny>) -> PyRe
             .extract()
             .map_err(|_| option_error(py, false, option, format!("{option} is too large")))?
     } else if let Ok(total) = value.call_method0("total_seconds") {
-        if !value
-            .get_type()
-            .name()
-            .is_ok_and(|n| n.to_string() == "timedelta")
-        {
+        if !value.get_type().name().is_ok_and(|n| n == "timedelta") {
             return Err(wrong());
         }
         total.extract().map_err(|_| wrong())?

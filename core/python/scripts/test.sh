@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds the Python package (one abi3 wheel, maturin) in a venv, installs it as a user
+# would, and runs its tests: every shared vector, the metrics scenario against
+# tests/metrics/expected.prom and promtool, the API, asyncio, classification against real
+# services on 127.0.0.1.
+#
+#   bash core/python/scripts/test.sh        (from anywhere; tests/run-all.sh runs it)
+#
+# The venv and the wheel live in cargo's target dir (CARGO_TARGET_DIR, else what cargo's
+# config says, else target/), so a second run reuses both; pip only installs what is
+# missing.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+TARGET="$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps 2>/dev/null |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null ||
+  echo "${CARGO_TARGET_DIR:-$ROOT/target}")"
+case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
+VENV="$TARGET/python-venv"
+PYTHON="${PYTHON:-python3}"
+
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$HERE/requirements-test.txt"
+
+rm -rf "$TARGET/python-wheels"
+"$VENV/bin/maturin" build --release --quiet -m "$HERE/Cargo.toml" --out "$TARGET/python-wheels" \
+  --interpreter "$VENV/bin/python"
+wheel="$(ls "$TARGET"/python-wheels/tripgate-*-abi3-*.whl)"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+echo "wheel: $(basename "$wheel") ($(stat -c %s "$wheel") bytes)"
+
+cd "$HERE/tests"
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
