@@ -1,0 +1,261 @@
+//! The breaker around the upstream call, its state carried between instances.
+//!
+//! Every instance serves one request, so each request restores the breaker of its
+//! upstream's authority from the store, decides, and writes back with compare-and-swap:
+//!
+//! 1. **Admission.** Read the value, restore, `acquire`. A plain admission in a closed
+//!    breaker changes nothing another instance needs, so nothing is written. An admission
+//!    that caused transitions or is a half-open probe is written *before* the call: on a
+//!    conflict the guard reads again and decides again (no call has been made yet). The
+//!    export of a half-open breaker with its probe out reads as open until that probe
+//!    would time out (`restored`), so the next instances reject until this request
+//!    records: across instances at most one probe is out at a time.
+//!    A rejection answers 503 with `Retry-After`; it writes only if it caused transitions.
+//! 2. **The call**, under the deadline, classified: the status, a timeout, a connection
+//!    error, another failure.
+//! 3. **Record**, before the answer goes out (so a client that has the answer to one
+//!    request sees its effect in the next). If the stored value is still the one this
+//!    breaker came from, the outcome is recorded with its permit (its duration counts)
+//!    and written with compare-and-swap. If another instance wrote in between, the newest
+//!    value is restored instead, and the outcome counts there only if that breaker is
+//!    still in the epoch the call was admitted in (a call admitted before a transition is
+//!    stale, as in one instance); it is then recorded as a call admitted and ended now.
+//!    A conflict on the swap starts the step again, at most `ATTEMPTS` times; past that
+//!    the outcome is not counted.
+//!
+//! A store that fails (cannot open, read or write) leaves the guard deciding with a
+//! fresh breaker it does not keep: the guard fails open rather than refusing traffic
+//! because of its own bookkeeping.
+
+use wasip2::clocks::monotonic_clock;
+use wasip2::http::types::{IncomingRequest, ResponseOutparam};
+
+use crate::bindings::tripgate::breaker::circuit_breaker::{
+    Breaker, Config, Outcome, Permit, RejectReason, Rejection, State,
+};
+use crate::config::{BreakerSettings, Settings, Upstream};
+use crate::forward::{self, Sent};
+use crate::state::{self, Place, Read, Unwritten};
+
+/// Reads and swaps one step may take before it gives up.
+const ATTEMPTS: u32 = 8;
+
+pub fn guarded(
+    request: IncomingRequest,
+    out: ResponseOutparam,
+    settings: &Settings,
+    upstream: &Upstream,
+) {
+    let prepared = match forward::prepare(request) {
+        Ok(prepared) => prepared,
+        Err(refused) => return forward::respond(out, refused.status, &refused.message, &[]),
+    };
+    let config = config(&settings.breaker);
+    // Fails open: without a store the breaker is this request's alone.
+    let place = Place::open(&settings.bucket, &upstream.authority).ok();
+
+    let mut attempt = 0;
+    let (breaker, permit, seen) = loop {
+        attempt += 1;
+        let now = monotonic_clock::now();
+        let read = place.as_ref().and_then(|place| place.read().ok());
+        let breaker =
+            match state::restore(read.as_ref().and_then(|r| r.value.as_deref()), &config, now) {
+                Ok(breaker) => breaker,
+                Err(error) => {
+                    let message = format!(
+                        "tripgate: the breaker settings are invalid: {}",
+                        error.message
+                    );
+                    return forward::respond(out, 500, &message, &[]);
+                }
+            };
+        let admission = breaker.acquire(now);
+        let changed = !admission.transitions.is_empty();
+        match admission.decision {
+            Err(rejection) => {
+                if let (true, Some(place), Some(read)) = (changed, &place, read) {
+                    // Best effort: the next request makes the same transition if this
+                    // write loses.
+                    let _ = place.swap(read, &breaker, now);
+                }
+                return reject(out, upstream, &rejection);
+            }
+            Ok(permit) => {
+                let (Some(place), Some(read)) = (&place, read) else {
+                    break (breaker, permit, None);
+                };
+                if !changed && !permit.is_probe() {
+                    break (breaker, permit, read.value);
+                }
+                match place.swap(read, &breaker, now) {
+                    Ok(written) => break (breaker, permit, Some(written)),
+                    Err(Unwritten::Conflict) if attempt < ATTEMPTS => continue,
+                    Err(Unwritten::Conflict) => {
+                        let message = format!(
+                            "tripgate: the breaker of {} changed {ATTEMPTS} times while this request was deciding",
+                            upstream.authority
+                        );
+                        return forward::respond(
+                            out,
+                            503,
+                            &message,
+                            &[("retry-after", "1".into())],
+                        );
+                    }
+                    Err(Unwritten::Failed) => break (breaker, permit, None),
+                }
+            }
+        }
+    };
+
+    let sent = forward::send(&prepared, upstream, settings.timeout, permit.is_probe());
+    let outcome = match &sent {
+        Sent::Answered(response) => Outcome::Status(response.status()),
+        Sent::Timeout => Outcome::Timeout,
+        Sent::Connection(_) => Outcome::ConnectionError,
+        Sent::Failure(_) => Outcome::Failure,
+    };
+    if let Some(place) = &place {
+        record(place, &config, breaker, permit, outcome, seen.as_deref());
+    }
+    answer(out, upstream, sent, settings.timeout);
+}
+
+/// Step 3: the outcome into the newest state (see the module's docs).
+fn record(
+    place: &Place,
+    config: &Config,
+    breaker: Breaker,
+    permit: Permit,
+    outcome: Outcome,
+    seen: Option<&[u8]>,
+) {
+    let epoch = permit.epoch();
+    let mut own = Some((breaker, permit));
+    for _ in 0..ATTEMPTS {
+        let now = monotonic_clock::now();
+        let Ok(read) = place.read() else { return };
+        if read.value.as_deref() == seen {
+            if let Some((breaker, permit)) = own.take() {
+                if breaker.record_outcome(permit, outcome, now).is_err() {
+                    return;
+                }
+                match place.swap(read, &breaker, now) {
+                    Ok(_) | Err(Unwritten::Failed) => return,
+                    Err(Unwritten::Conflict) => continue,
+                }
+            }
+        }
+        // Dropping the permit records `cancelled` on a breaker nobody keeps.
+        own = None;
+        if !replay(place, config, read, epoch, &outcome, now) {
+            return;
+        }
+    }
+}
+
+/// The outcome recorded on the newest state `read`, if that breaker is still in `epoch`.
+/// `true`: the swap lost a race, try again.
+fn replay(
+    place: &Place,
+    config: &Config,
+    read: Read,
+    epoch: u64,
+    outcome: &Outcome,
+    now: u64,
+) -> bool {
+    let Ok(breaker) = state::restore(read.value.as_deref(), config, now) else {
+        return false;
+    };
+    let Ok(permit) = breaker.acquire(now).decision else {
+        // The breaker moved on (opened, is probing): a call of an earlier epoch is stale.
+        return false;
+    };
+    if permit.epoch() != epoch || breaker.record_outcome(permit, *outcome, now).is_err() {
+        return false;
+    }
+    matches!(place.swap(read, &breaker, now), Err(Unwritten::Conflict))
+}
+
+fn answer(out: ResponseOutparam, upstream: &Upstream, sent: Sent, timeout: u64) {
+    match sent {
+        Sent::Answered(response) => forward::relay(out, response),
+        Sent::Timeout => forward::respond(
+            out,
+            504,
+            &format!(
+                "{} did not answer within {} ms",
+                upstream.authority,
+                timeout / 1_000_000
+            ),
+            &[],
+        ),
+        Sent::Connection(problem) | Sent::Failure(problem) => forward::respond(
+            out,
+            502,
+            &format!("{} failed: {problem}", upstream.authority),
+            &[],
+        ),
+    }
+}
+
+fn reject(out: ResponseOutparam, upstream: &Upstream, rejection: &Rejection) {
+    // Whole seconds, rounded up, at least 1: HTTP's Retry-After has no finer unit, and 0
+    // would invite an immediate retry that the breaker turns away.
+    let seconds = rejection.retry_after.div_ceil(1_000_000_000).max(1);
+    let state = match rejection.state {
+        State::Closed => "closed",
+        State::Open => "open",
+        State::HalfOpen => "half-open",
+        State::Isolated => "isolated",
+        State::Disabled => "disabled",
+    };
+    let reason = match rejection.reason {
+        RejectReason::Open => "open",
+        RejectReason::Probing => "probing",
+        RejectReason::Isolated => "isolated",
+        RejectReason::Saturated => "saturated",
+        RejectReason::ProbingElsewhere => "probing-elsewhere",
+    };
+    forward::respond(
+        out,
+        503,
+        &format!(
+            "tripgate: the breaker of {} rejected the call ({state}, {reason}); retry after {seconds} s",
+            upstream.authority
+        ),
+        &[
+            ("retry-after", seconds.to_string()),
+            ("x-tripgate", format!("rejected; state={state}; reason={reason}")),
+        ],
+    );
+}
+
+/// The breaker's configuration: the environment's settings over the core's defaults.
+fn config(settings: &BreakerSettings) -> Config {
+    Config {
+        failure_threshold: settings.failure_threshold,
+        min_calls: settings.min_calls,
+        failure_rate: settings.failure_rate,
+        slow_call_rate: None,
+        // Hang detection needs the calls in flight, which no instance sees but its own.
+        slow_call_duration: None,
+        window: settings.window,
+        buckets: None,
+        window_calls: None,
+        cooldown: settings.cooldown,
+        backoff_factor: None,
+        max_cooldown: None,
+        jitter_percent: None,
+        jitter_seed: None,
+        max_in_flight: None,
+        half_open_max_probes: settings.half_open_max_probes,
+        half_open_required_successes: settings.half_open_required_successes,
+        half_open_success_rate: None,
+        probe_timeout: settings.probe_timeout,
+        fault_statuses: settings.fault_statuses.clone(),
+        fault_grpc_codes: None,
+        fleet_quorum: None,
+    }
+}

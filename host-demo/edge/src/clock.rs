@@ -1,0 +1,84 @@
+//! A scripted clock for the guard's instances: time moves only when a test says so.
+//!
+//! Every instance reads the same wall clock (what the guard stamps its state with), and
+//! a monotonic clock of its own that starts far from every other instance's, as separate
+//! processes' clocks do: the guard must not compare them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime_wasi::{HostMonotonicClock, HostWallClock};
+
+/// 2026-01-01T00:00:00Z, in ns since the Unix epoch: where the scripted wall clock starts.
+const WALL_START: u64 = 1_767_225_600_000_000_000;
+/// How far apart two instances' monotonic clocks start (about 11.6 days).
+const MONOTONIC_SPACING: u64 = 1_000_000_000_000_000;
+
+/// Scripted time, shared by every clone.
+#[derive(Clone, Default, Debug)]
+pub struct FakeClock {
+    elapsed: Arc<AtomicU64>,
+    instances: Arc<AtomicU64>,
+}
+
+impl FakeClock {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Moves time forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        let ns = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        self.elapsed.fetch_add(ns, Ordering::SeqCst);
+    }
+
+    /// Scripted time since the clock was made.
+    pub fn elapsed(&self) -> Duration {
+        Duration::from_nanos(self.elapsed.load(Ordering::SeqCst))
+    }
+
+    /// The wall clock every instance shares.
+    pub fn wall(&self) -> impl HostWallClock + 'static {
+        Wall(self.elapsed.clone())
+    }
+
+    /// A monotonic clock for one new instance, offset from every other instance's.
+    pub fn monotonic(&self) -> impl HostMonotonicClock + 'static {
+        let index = self.instances.fetch_add(1, Ordering::Relaxed);
+        // Wraps after about 18,000 instances: still far apart, never compared.
+        let start = index.wrapping_mul(MONOTONIC_SPACING) % (u64::MAX / 2);
+        Monotonic {
+            elapsed: self.elapsed.clone(),
+            start,
+        }
+    }
+}
+
+struct Wall(Arc<AtomicU64>);
+
+impl HostWallClock for Wall {
+    fn resolution(&self) -> Duration {
+        Duration::from_nanos(1)
+    }
+
+    fn now(&self) -> Duration {
+        Duration::from_nanos(WALL_START.saturating_add(self.0.load(Ordering::SeqCst)))
+    }
+}
+
+struct Monotonic {
+    elapsed: Arc<AtomicU64>,
+    start: u64,
+}
+
+impl HostMonotonicClock for Monotonic {
+    fn resolution(&self) -> u64 {
+        1
+    }
+
+    fn now(&self) -> u64 {
+        self.start
+            .saturating_add(self.elapsed.load(Ordering::SeqCst))
+    }
+}

@@ -1,0 +1,361 @@
+//! A `wasi:keyvalue@0.2.0-draft2` store (`store` and `atomics`) over one map shared by
+//! every instance the server starts, so what one request writes the next one reads.
+//!
+//! wasmtime-wasi-keyvalue 50 implements the earlier `0.2.0-draft` (no compare-and-swap)
+//! and copies its data into each bucket it opens, so writes never reach another
+//! instance: it cannot hold a breaker between requests.
+//!
+//! Every write stamps the key with a new version from one counter; a `cas` handle
+//! remembers the version it read, and `swap` writes only if the key still has it. A
+//! deleted key keeps a tombstone with its own version, so a handle that read "absent"
+//! cannot succeed after a write and a delete in between.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../../component/http-guard/wit/keyvalue.wit",
+        world: "wasi:keyvalue/imports",
+        with: {
+            "wasi:keyvalue/store.bucket": super::Bucket,
+            "wasi:keyvalue/atomics.cas": super::CasHandle,
+        },
+    });
+}
+
+use bindings::wasi::keyvalue::{atomics, store};
+
+/// An open bucket: its name.
+pub struct Bucket {
+    name: String,
+}
+
+/// A read that a swap is conditional on.
+pub struct CasHandle {
+    bucket: String,
+    key: String,
+    version: u64,
+    value: Option<Vec<u8>>,
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    version: u64,
+    /// `None`: deleted (a tombstone).
+    value: Option<Vec<u8>>,
+}
+
+/// Operation counts since the store was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KvStats {
+    /// Reads (`get`, `cas.new`).
+    pub reads: u64,
+    /// Writes that happened (`set`, `delete`, successful `swap`s, `increment`).
+    pub writes: u64,
+    /// `swap`s refused because another write came first.
+    pub conflicts: u64,
+}
+
+#[derive(Default)]
+struct Shared {
+    entries: Mutex<HashMap<(String, String), Entry>>,
+    version: AtomicU64,
+    reads: AtomicU64,
+    writes: AtomicU64,
+    conflicts: AtomicU64,
+    unavailable: AtomicBool,
+    collisions: AtomicU64,
+}
+
+/// The store: clones share one map.
+#[derive(Clone, Default)]
+pub struct KeyValue {
+    shared: Arc<Shared>,
+}
+
+impl KeyValue {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The value under `key` in `bucket`.
+    pub fn get(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {
+        self.entries()
+            .get(&(bucket.to_owned(), key.to_owned()))
+            .and_then(|entry| entry.value.clone())
+    }
+
+    /// Writes `value` under `key` in `bucket`, as a guest's `set` would.
+    pub fn set(&self, bucket: &str, key: &str, value: Vec<u8>) {
+        self.write(bucket, key, Some(value));
+    }
+
+    /// Counts of the operations so far.
+    pub fn stats(&self) -> KvStats {
+        KvStats {
+            reads: self.shared.reads.load(Ordering::Relaxed),
+            writes: self.shared.writes.load(Ordering::Relaxed),
+            conflicts: self.shared.conflicts.load(Ordering::Relaxed),
+        }
+    }
+
+    /// While `true`, every operation fails with `other("the store is unavailable")`, as
+    /// an unreachable remote store would.
+    pub fn set_unavailable(&self, unavailable: bool) {
+        self.shared
+            .unavailable
+            .store(unavailable, Ordering::Relaxed);
+    }
+
+    /// The next `n` swaps each find that another writer came first (the key is written
+    /// again with its own value, under a new version): what two instances that decide at
+    /// the same moment see, made to happen on demand.
+    pub fn collide_next_swaps(&self, n: u64) {
+        self.shared.collisions.store(n, Ordering::SeqCst);
+    }
+
+    /// Adds `wasi:keyvalue/store` and `wasi:keyvalue/atomics` (draft 2) to `linker`.
+    pub fn add_to_linker<T: Send + 'static>(
+        linker: &mut Linker<T>,
+        view: fn(&mut T) -> KvView<'_>,
+    ) -> wasmtime::Result<()> {
+        store::add_to_linker::<_, HasKv>(linker, view)?;
+        atomics::add_to_linker::<_, HasKv>(linker, view)?;
+        Ok(())
+    }
+
+    fn entries(&self) -> MutexGuard<'_, HashMap<(String, String), Entry>> {
+        // A panic while the lock was held cannot leave an entry half-written (each
+        // critical section is one insert), so a poisoned map is still consistent.
+        self.shared
+            .entries
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write(&self, bucket: &str, key: &str, value: Option<Vec<u8>>) {
+        let mut entries = self.entries();
+        let version = self.shared.version.fetch_add(1, Ordering::Relaxed) + 1;
+        entries.insert(
+            (bucket.to_owned(), key.to_owned()),
+            Entry { version, value },
+        );
+        self.shared.writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn check(&self) -> Result<(), store::Error> {
+        if self.shared.unavailable.load(Ordering::Relaxed) {
+            Err(store::Error::Other("the store is unavailable".into()))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// What the bindings' host traits are implemented on: the store and the instance's
+/// resource table.
+pub struct KvView<'a> {
+    pub kv: &'a KeyValue,
+    pub table: &'a mut ResourceTable,
+}
+
+struct HasKv;
+
+impl HasData for HasKv {
+    type Data<'a> = KvView<'a>;
+}
+
+fn table_error(error: wasmtime::component::ResourceTableError) -> store::Error {
+    store::Error::Other(format!("bad handle: {error}"))
+}
+
+impl store::Host for KvView<'_> {
+    fn open(&mut self, identifier: String) -> Result<Resource<Bucket>, store::Error> {
+        self.kv.check()?;
+        self.table
+            .push(Bucket { name: identifier })
+            .map_err(table_error)
+    }
+}
+
+impl store::HostBucket for KvView<'_> {
+    fn get(
+        &mut self,
+        bucket: Resource<Bucket>,
+        key: String,
+    ) -> Result<Option<Vec<u8>>, store::Error> {
+        self.kv.check()?;
+        let name = &self.table.get(&bucket).map_err(table_error)?.name;
+        self.kv.shared.reads.fetch_add(1, Ordering::Relaxed);
+        Ok(self.kv.get(name, &key))
+    }
+
+    fn set(
+        &mut self,
+        bucket: Resource<Bucket>,
+        key: String,
+        value: Vec<u8>,
+    ) -> Result<(), store::Error> {
+        self.kv.check()?;
+        let name = &self.table.get(&bucket).map_err(table_error)?.name;
+        self.kv.write(name, &key, Some(value));
+        Ok(())
+    }
+
+    fn delete(&mut self, bucket: Resource<Bucket>, key: String) -> Result<(), store::Error> {
+        self.kv.check()?;
+        let name = &self.table.get(&bucket).map_err(table_error)?.name;
+        self.kv.write(name, &key, None);
+        Ok(())
+    }
+
+    fn exists(&mut self, bucket: Resource<Bucket>, key: String) -> Result<bool, store::Error> {
+        self.kv.check()?;
+        let name = &self.table.get(&bucket).map_err(table_error)?.name;
+        self.kv.shared.reads.fetch_add(1, Ordering::Relaxed);
+        Ok(self.kv.get(name, &key).is_some())
+    }
+
+    fn list_keys(
+        &mut self,
+        bucket: Resource<Bucket>,
+        cursor: Option<String>,
+    ) -> Result<store::KeyResponse, store::Error> {
+        self.kv.check()?;
+        let name = &self.table.get(&bucket).map_err(table_error)?.name;
+        // One page, in key order, after the cursor (the last key of the previous page).
+        let mut keys: Vec<String> = self
+            .kv
+            .entries()
+            .iter()
+            .filter(|((b, k), entry)| {
+                b == name && entry.value.is_some() && cursor.as_ref().is_none_or(|c| k > c)
+            })
+            .map(|((_, k), _)| k.clone())
+            .collect();
+        keys.sort();
+        Ok(store::KeyResponse { keys, cursor: None })
+    }
+
+    fn drop(&mut self, bucket: Resource<Bucket>) -> wasmtime::Result<()> {
+        self.table.delete(bucket)?;
+        Ok(())
+    }
+}
+
+impl atomics::Host for KvView<'_> {
+    fn increment(
+        &mut self,
+        bucket: Resource<Bucket>,
+        key: String,
+        delta: i64,
+    ) -> Result<i64, store::Error> {
+        self.kv.check()?;
+        let name = self.table.get(&bucket).map_err(table_error)?.name.clone();
+        let mut entries = self.kv.entries();
+        let current = match entries
+            .get(&(name.clone(), key.clone()))
+            .and_then(|e| e.value.as_ref())
+        {
+            None => 0,
+            Some(bytes) => std::str::from_utf8(bytes)
+                .ok()
+                .and_then(|text| text.parse::<i64>().ok())
+                .ok_or_else(|| store::Error::Other(format!("`{key}` does not hold a number")))?,
+        };
+        let sum = current
+            .checked_add(delta)
+            .ok_or_else(|| store::Error::Other(format!("`{key}` would overflow")))?;
+        let version = self.kv.shared.version.fetch_add(1, Ordering::Relaxed) + 1;
+        entries.insert(
+            (name, key),
+            Entry {
+                version,
+                value: Some(sum.to_string().into_bytes()),
+            },
+        );
+        self.kv.shared.writes.fetch_add(1, Ordering::Relaxed);
+        Ok(sum)
+    }
+
+    fn swap(&mut self, cas: Resource<CasHandle>, value: Vec<u8>) -> Result<(), atomics::CasError> {
+        let handle = self
+            .table
+            .delete(cas)
+            .map_err(|e| atomics::CasError::StoreError(table_error(e)))?;
+        self.kv.check().map_err(atomics::CasError::StoreError)?;
+        let mut entries = self.kv.entries();
+        let place = (handle.bucket, handle.key);
+        let collide = self
+            .kv
+            .shared
+            .collisions
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if collide {
+            let version = self.kv.shared.version.fetch_add(1, Ordering::Relaxed) + 1;
+            let value = entries.get(&place).and_then(|entry| entry.value.clone());
+            entries.insert(place.clone(), Entry { version, value });
+        }
+        let now = entries.get(&place).cloned();
+        if now.as_ref().map_or(0, |entry| entry.version) != handle.version {
+            self.kv.shared.conflicts.fetch_add(1, Ordering::Relaxed);
+            let (bucket, key) = place;
+            let newest = CasHandle {
+                bucket,
+                key,
+                version: now.as_ref().map_or(0, |entry| entry.version),
+                value: now.and_then(|entry| entry.value),
+            };
+            drop(entries);
+            let newest = self
+                .table
+                .push(newest)
+                .map_err(|e| atomics::CasError::StoreError(table_error(e)))?;
+            return Err(atomics::CasError::CasFailed(newest));
+        }
+        let version = self.kv.shared.version.fetch_add(1, Ordering::Relaxed) + 1;
+        entries.insert(
+            place,
+            Entry {
+                version,
+                value: Some(value),
+            },
+        );
+        self.kv.shared.writes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl atomics::HostCas for KvView<'_> {
+    fn new(
+        &mut self,
+        bucket: Resource<Bucket>,
+        key: String,
+    ) -> Result<Resource<CasHandle>, store::Error> {
+        self.kv.check()?;
+        let name = self.table.get(&bucket).map_err(table_error)?.name.clone();
+        self.kv.shared.reads.fetch_add(1, Ordering::Relaxed);
+        let entry = self.kv.entries().get(&(name.clone(), key.clone())).cloned();
+        let handle = CasHandle {
+            bucket: name,
+            key,
+            version: entry.as_ref().map_or(0, |entry| entry.version),
+            value: entry.and_then(|entry| entry.value),
+        };
+        self.table.push(handle).map_err(table_error)
+    }
+
+    fn current(&mut self, cas: Resource<CasHandle>) -> Result<Option<Vec<u8>>, store::Error> {
+        Ok(self.table.get(&cas).map_err(table_error)?.value.clone())
+    }
+
+    fn drop(&mut self, cas: Resource<CasHandle>) -> wasmtime::Result<()> {
+        self.table.delete(cas)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,360 @@
+//! Serves `wasi:http` on a TCP address through a component, as `wasmtime serve` does: a
+//! fresh store and instance for every request, dropped when the request ends. Besides
+//! WASI 0.2 (`wasmtime-wasi`) and `wasi:http` (`wasmtime-wasi-http`, whose default
+//! `send_request` makes the guest's outgoing calls), the instances get the shared
+//! key-value store of [`crate::kv`].
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use anyhow::{anyhow, Context, Result};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::sync::oneshot;
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Engine, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
+use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use crate::clock::FakeClock;
+use crate::kv::{KeyValue, KvView};
+
+/// The engine and the two components, compiled once and shared by servers.
+pub struct Runtime {
+    engine: Engine,
+    guard: Component,
+    bare: Component,
+}
+
+/// Which handler a server runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handler {
+    /// The composed guard: the handler with the tripgate component plugged in.
+    Guard,
+    /// The same handler built without the breaker and the store.
+    Bare,
+}
+
+impl Runtime {
+    /// Compiles the embedded components ([`crate::GUARD`], [`crate::BARE`]).
+    pub fn new() -> Result<Self> {
+        let engine = Engine::default();
+        let guard = Component::new(&engine, crate::GUARD)
+            .map_err(anyhow::Error::from)
+            .context("compiling the guard")?;
+        let bare = Component::new(&engine, crate::BARE)
+            .map_err(anyhow::Error::from)
+            .context("compiling the bare handler")?;
+        Ok(Runtime {
+            engine,
+            guard,
+            bare,
+        })
+    }
+
+    /// The wasmtime engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The names `handler`'s component imports (what a host must provide).
+    pub fn imports(&self, handler: Handler) -> Vec<String> {
+        self.component(handler)
+            .component_type()
+            .imports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect()
+    }
+
+    /// The names `handler`'s component exports.
+    pub fn exports(&self, handler: Handler) -> Vec<String> {
+        self.component(handler)
+            .component_type()
+            .exports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect()
+    }
+
+    fn component(&self, handler: Handler) -> &Component {
+        match handler {
+            Handler::Guard => &self.guard,
+            Handler::Bare => &self.bare,
+        }
+    }
+}
+
+/// What a server is started with.
+#[derive(Clone)]
+pub struct Options {
+    /// The handler.
+    pub handler: Handler,
+    /// The address to listen on (`127.0.0.1:0` picks a free port).
+    pub listen: SocketAddr,
+    /// The environment every instance gets (the guard's settings).
+    pub env: Vec<(String, String)>,
+    /// The key-value store every instance shares.
+    pub kv: KeyValue,
+    /// Scripted time for the instances' clocks; `None`: the host's clocks.
+    pub clock: Option<FakeClock>,
+}
+
+impl Options {
+    /// `handler` on a free port of 127.0.0.1 with `env`, a new store and the host's clocks.
+    pub fn new(handler: Handler, env: &[(&str, &str)]) -> Self {
+        Options {
+            handler,
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            kv: KeyValue::new(),
+            clock: None,
+        }
+    }
+}
+
+/// Counts kept by a server.
+#[derive(Default, Debug)]
+pub struct ServerStats {
+    /// Instances made (one per request).
+    pub instances: AtomicU64,
+    /// Total time spent instantiating, ns.
+    pub instantiate_ns: AtomicU64,
+    /// Total time from the call of `handle` to its return, ns.
+    pub handle_ns: AtomicU64,
+    /// Requests whose instance trapped or failed to instantiate.
+    pub failures: AtomicU64,
+}
+
+/// A running server; dropping it stops it.
+pub struct Server {
+    addr: SocketAddr,
+    stats: Arc<ServerStats>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct Serving {
+    pre: ProxyPre<Instance>,
+    options: Options,
+    stats: Arc<ServerStats>,
+}
+
+/// One request's store data.
+struct Instance {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    table: ResourceTable,
+    kv: KeyValue,
+}
+
+impl WasiView for Instance {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for Instance {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: Default::default(),
+        }
+    }
+}
+
+impl Server {
+    /// Starts serving on a thread of its own (a two-worker tokio runtime) and returns
+    /// once the address is bound.
+    pub fn start(runtime: &Runtime, options: Options) -> Result<Server> {
+        let mut linker = Linker::<Instance>::new(&runtime.engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        KeyValue::add_to_linker(&mut linker, |instance| KvView {
+            kv: &instance.kv,
+            table: &mut instance.table,
+        })?;
+        let pre = ProxyPre::new(linker.instantiate_pre(runtime.component(options.handler))?)?;
+        let stats = Arc::new(ServerStats::default());
+        let listen = options.listen;
+        let serving = Arc::new(Serving {
+            pre,
+            options,
+            stats: stats.clone(),
+        });
+        let (bound_tx, bound_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("tripgate-edge".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = bound_tx.send(Err(anyhow!("starting tokio: {e}")));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    let listener = match tokio::net::TcpListener::bind(listen).await {
+                        Ok(listener) => listener,
+                        Err(e) => {
+                            let _ = bound_tx.send(Err(anyhow!("binding {listen}: {e}")));
+                            return;
+                        }
+                    };
+                    let _ = bound_tx.send(listener.local_addr().map_err(Into::into));
+                    tokio::select! {
+                        _ = stopped => {}
+                        _ = accept(listener, serving) => {}
+                    }
+                });
+            })?;
+        let addr = bound_rx
+            .recv()
+            .map_err(|_| anyhow!("the server thread ended before binding"))??;
+        Ok(Server {
+            addr,
+            stats,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Its counts.
+    pub fn stats(&self) -> &ServerStats {
+        &self.stats
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn accept(listener: tokio::net::TcpListener, serving: Arc<Serving>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let serving = serving.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let serving = serving.clone();
+                async move { Ok::<_, Infallible>(serving.handle(request).await) }
+            });
+            let _ = http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+impl Serving {
+    async fn handle(
+        self: Arc<Self>,
+        request: hyper::Request<hyper::body::Incoming>,
+    ) -> hyper::Response<HyperOutgoingBody> {
+        match self.clone().run(request).await {
+            Ok(response) => response,
+            Err(error) => {
+                self.stats.failures.fetch_add(1, Ordering::Relaxed);
+                let body = Full::new(Bytes::from(format!("tripgate-edge: {error:#}\n")))
+                    .map_err(|never| match never {})
+                    .boxed_unsync();
+                let mut response = hyper::Response::new(body);
+                *response.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
+                response
+            }
+        }
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        request: hyper::Request<hyper::body::Incoming>,
+    ) -> Result<hyper::Response<HyperOutgoingBody>> {
+        let mut wasi = WasiCtx::builder();
+        wasi.envs(&self.options.env);
+        if let Some(clock) = &self.options.clock {
+            wasi.wall_clock(clock.wall());
+            wasi.monotonic_clock(clock.monotonic());
+        }
+        let mut store = Store::new(
+            self.pre.engine(),
+            Instance {
+                wasi: wasi.build(),
+                http: WasiHttpCtx::new(),
+                table: ResourceTable::new(),
+                kv: self.options.kv.clone(),
+            },
+        );
+        let (sender, receiver) = oneshot::channel();
+        let request = store
+            .data_mut()
+            .http()
+            .new_incoming_request(Scheme::Http, request)?;
+        let out = store.data_mut().http().new_response_outparam(sender)?;
+        let serving = self.clone();
+        // The instance runs in a task of its own: it may go on after it has answered.
+        let task = tokio::spawn(async move {
+            let started = Instant::now();
+            let proxy = serving.pre.instantiate_async(&mut store).await?;
+            let instantiated = Instant::now();
+            serving.stats.instances.fetch_add(1, Ordering::Relaxed);
+            add(&serving.stats.instantiate_ns, instantiated - started);
+            let result = proxy
+                .wasi_http_incoming_handler()
+                .call_handle(&mut store, request, out)
+                .await;
+            add(&serving.stats.handle_ns, instantiated.elapsed());
+            result
+        });
+        match receiver.await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(code)) => Err(anyhow!("the handler answered with an error: {code:?}")),
+            Err(_) => match task.await {
+                Ok(Ok(())) => Err(anyhow!("the handler returned without answering")),
+                Ok(Err(error)) => Err(anyhow::Error::from(error).context("the handler failed")),
+                Err(error) => Err(anyhow!("the handler's task failed: {error}")),
+            },
+        }
+    }
+}
+
+fn add(total: &AtomicU64, duration: std::time::Duration) {
+    total.fetch_add(
+        u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX),
+        Ordering::Relaxed,
+    );
+}

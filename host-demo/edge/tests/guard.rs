@@ -1,0 +1,294 @@
+//! The guard's rules one at a time: the composition, one breaker per authority,
+//! compare-and-swap under concurrency, connection errors, bad settings, a damaged or
+//! missing store.
+
+mod common;
+
+use std::net::TcpListener;
+use std::sync::atomic::Ordering;
+
+use common::{burst, rejected, runtime, serve_with, settings, Behaviour, Upstream};
+use tripgate_edge::client::Client;
+use tripgate_edge::{FakeClock, Handler, KeyValue};
+
+#[test]
+fn the_composed_guard_imports_no_breaker_and_serves_wasi_http() {
+    let imports = runtime().imports(Handler::Guard);
+    // The breaker is inside: wac plugged the tripgate component into the guard.
+    assert!(
+        !imports.iter().any(|name| name.starts_with("tripgate:")),
+        "{imports:?}"
+    );
+    for wanted in [
+        "wasi:http/outgoing-handler@0.2.12",
+        "wasi:http/types@0.2.12",
+        "wasi:keyvalue/store@0.2.0-draft2",
+        "wasi:keyvalue/atomics@0.2.0-draft2",
+        "wasi:clocks/wall-clock@0.2.12",
+        "wasi:clocks/monotonic-clock@0.2.12",
+        "wasi:cli/environment@0.2.12",
+    ] {
+        assert!(
+            imports.iter().any(|name| name == wanted),
+            "{wanted} in {imports:?}"
+        );
+    }
+    assert_eq!(
+        runtime().exports(Handler::Guard),
+        vec!["wasi:http/incoming-handler@0.2.12".to_string()]
+    );
+    let bare = runtime().imports(Handler::Bare);
+    assert!(
+        !bare.iter().any(|name| name.starts_with("wasi:keyvalue")),
+        "{bare:?}"
+    );
+    // The composed component holds both: it is larger than the guard alone by about
+    // the tripgate component.
+    assert!(tripgate_edge::GUARD.len() > tripgate_edge::BARE.len() + 50_000);
+}
+
+#[test]
+fn each_upstream_authority_has_its_own_breaker() {
+    let failing = Upstream::start(Behaviour::Status(500));
+    let healthy = Upstream::start(Behaviour::Healthy);
+    let kv = KeyValue::new();
+    let mut env = settings(&failing.url());
+    env[0].1 = format!("/a={},/b={}", failing.url(), healthy.url());
+    let server = serve_with(Handler::Guard, &env, &kv, Some(&FakeClock::new()));
+    let mut client = Client::new(server.addr());
+    for _ in 0..5 {
+        assert_eq!(client.get("/a/x").unwrap().status, 500);
+    }
+    assert!(rejected(&client.get("/a/y").unwrap()), "a is open");
+    for _ in 0..5 {
+        assert_eq!(client.get("/b/x?q=1").unwrap().status, 200, "b is not");
+    }
+    assert!(kv
+        .get("tripgate", &format!("tripgate/breaker/{}", failing.addr()))
+        .is_some());
+    assert!(kv
+        .get("tripgate", &format!("tripgate/breaker/{}", healthy.addr()))
+        .is_some());
+    let unrouted = client.get("/c").unwrap();
+    assert_eq!(unrouted.status, 404);
+    assert!(
+        unrouted.text().contains("no upstream for `/c`"),
+        "{}",
+        unrouted.text()
+    );
+}
+
+#[test]
+fn concurrent_instances_lose_no_outcome() {
+    // Eight clients against a failing upstream, threshold 20: the instances record into
+    // states other instances have written meanwhile. A lost outcome would let more calls
+    // through before the trip; none is lost, so at most 20 + 7 reach it.
+    let upstream = Upstream::start(Behaviour::Status(503));
+    let kv = KeyValue::new();
+    let mut env = settings(&upstream.url());
+    env.push(("TRIPGATE_FAILURE_THRESHOLD", "20".into()));
+    env.push(("TRIPGATE_MIN_CALLS", "20".into()));
+    let server = serve_with(Handler::Guard, &env, &kv, Some(&FakeClock::new()));
+    let answers = burst(server.addr(), "/", 8, 10);
+    let received = upstream.counts().received.load(Ordering::SeqCst);
+    assert!(
+        (20..=27).contains(&received),
+        "{received} calls reached the upstream"
+    );
+    assert_eq!(
+        answers.iter().filter(|a| rejected(a)).count() as u64,
+        80 - received
+    );
+}
+
+#[test]
+fn a_lost_swap_is_read_again_and_recorded_once() {
+    let upstream = Upstream::start(Behaviour::Status(503));
+    let kv = KeyValue::new();
+    let server = serve_with(
+        Handler::Guard,
+        &settings(&upstream.url()),
+        &kv,
+        Some(&FakeClock::new()),
+    );
+    let mut client = Client::new(server.addr());
+    // Each of the first five requests loses its first swap, reads the newer value and
+    // records there: five faults, exactly.
+    for _ in 0..5 {
+        kv.collide_next_swaps(1);
+        assert!(!rejected(&client.get("/").unwrap()));
+    }
+    assert_eq!(kv.stats().conflicts, 5);
+    assert!(rejected(&client.get("/").unwrap()), "tripped at the fifth");
+    assert_eq!(upstream.counts().received.load(Ordering::SeqCst), 5);
+
+    // Past the cooldown, a probe's admission is written before its call: it loses seven
+    // swaps, wins the eighth, and is still the only probe.
+    let clock = FakeClock::new();
+    let kv = KeyValue::new();
+    let server = serve_with(
+        Handler::Guard,
+        &settings(&upstream.url()),
+        &kv,
+        Some(&clock),
+    );
+    let mut client = Client::new(server.addr());
+    for _ in 0..5 {
+        client.get("/").unwrap();
+    }
+    clock.advance(std::time::Duration::from_secs(1));
+    let counts = upstream.phase(Behaviour::Healthy);
+    kv.collide_next_swaps(7);
+    assert_eq!(client.get("/").unwrap().status, 200);
+    assert_eq!(*counts.arrivals.lock().unwrap(), vec![true]);
+
+    // A store that loses every swap: the admission gives up after eight tries with a
+    // 503 that says why, and nothing reaches the upstream.
+    clock.advance(std::time::Duration::from_secs(1));
+    kv.collide_next_swaps(u64::MAX);
+    let answer = client.get("/").unwrap();
+    assert_eq!(answer.status, 503);
+    assert!(
+        answer.text().contains("changed 8 times"),
+        "{}",
+        answer.text()
+    );
+    assert_eq!(counts.received.load(Ordering::SeqCst), 1);
+    assert_eq!(server.stats().failures.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn connection_errors_trip_the_breaker() {
+    // A port nothing listens on.
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap();
+    drop(closed);
+    let kv = KeyValue::new();
+    let server = serve_with(
+        Handler::Guard,
+        &settings(&format!("http://{addr}")),
+        &kv,
+        Some(&FakeClock::new()),
+    );
+    let mut client = Client::new(server.addr());
+    for _ in 0..5 {
+        let answer = client.get("/").unwrap();
+        assert_eq!(answer.status, 502, "{}", answer.text());
+    }
+    assert!(rejected(&client.get("/").unwrap()));
+}
+
+#[test]
+fn bad_settings_are_answered_with_the_reason() {
+    let upstream = Upstream::start(Behaviour::Healthy);
+    let kv = KeyValue::new();
+    let cases: [(Vec<(&str, String)>, &str); 4] = [
+        (vec![], "TRIPGATE_UPSTREAMS: not set"),
+        (
+            vec![("TRIPGATE_UPSTREAMS", "/=ftp://x".into())],
+            "does not start with http:// or https://",
+        ),
+        (
+            vec![
+                ("TRIPGATE_UPSTREAMS", format!("/={}", upstream.url())),
+                ("TRIPGATE_TIMEOUT_MS", "soon".into()),
+            ],
+            "TRIPGATE_TIMEOUT_MS: `soon` is not a number of milliseconds > 0",
+        ),
+        (
+            vec![
+                ("TRIPGATE_UPSTREAMS", format!("/={}", upstream.url())),
+                ("TRIPGATE_PROBES", "0".into()),
+            ],
+            // The core's own words for the rule.
+            "half-open-max-probes must be between 1 and 64",
+        ),
+    ];
+    for (env, words) in cases {
+        let server = serve_with(Handler::Guard, &env, &kv, None);
+        let answer = Client::new(server.addr()).get("/").unwrap();
+        assert_eq!(answer.status, 500);
+        assert!(
+            answer.text().contains(words),
+            "{:?} in {}",
+            words,
+            answer.text()
+        );
+        assert_eq!(server.stats().failures.load(Ordering::SeqCst), 0, "no trap");
+    }
+    assert_eq!(upstream.counts().received.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn a_damaged_state_is_replaced_by_a_fresh_breaker() {
+    let upstream = Upstream::start(Behaviour::Status(503));
+    let kv = KeyValue::new();
+    let key = format!("tripgate/breaker/{}", upstream.addr());
+    let server = serve_with(
+        Handler::Guard,
+        &settings(&upstream.url()),
+        &kv,
+        Some(&FakeClock::new()),
+    );
+    let mut client = Client::new(server.addr());
+    for garbage in [b"not a state".to_vec(), b"tge1\x01\x02".to_vec(), {
+        let mut v = b"tge1".to_vec();
+        v.extend_from_slice(&[0xff; 64]);
+        v
+    }] {
+        kv.set("tripgate", &key, garbage);
+        let answer = client.get("/").unwrap();
+        assert_eq!(
+            answer.status,
+            503,
+            "relayed, not rejected: {}",
+            answer.text()
+        );
+        assert!(!rejected(&answer));
+        let stored = kv.get("tripgate", &key).unwrap();
+        assert_eq!(&stored[..4], b"tge1", "replaced by a real state");
+        assert!(stored.len() > 64);
+    }
+    assert_eq!(server.stats().failures.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn without_its_store_the_guard_fails_open() {
+    let upstream = Upstream::start(Behaviour::Status(503));
+    let kv = KeyValue::new();
+    kv.set_unavailable(true);
+    let server = serve_with(
+        Handler::Guard,
+        &settings(&upstream.url()),
+        &kv,
+        Some(&FakeClock::new()),
+    );
+    let mut client = Client::new(server.addr());
+    for _ in 0..10 {
+        let answer = client.get("/").unwrap();
+        assert_eq!(answer.status, 503);
+        assert!(
+            !rejected(&answer),
+            "no state kept, so no trip across requests"
+        );
+    }
+    assert_eq!(upstream.counts().received.load(Ordering::SeqCst), 10);
+
+    // Back: state is kept again from the next request on.
+    kv.set_unavailable(false);
+    for _ in 0..5 {
+        assert!(!rejected(&client.get("/").unwrap()));
+    }
+    assert!(rejected(&client.get("/").unwrap()));
+}
+
+#[test]
+fn the_bare_handler_proxies_without_a_breaker() {
+    let upstream = Upstream::start(Behaviour::Status(503));
+    let kv = KeyValue::new();
+    let server = serve_with(Handler::Bare, &settings(&upstream.url()), &kv, None);
+    let answers = burst(server.addr(), "/", 2, 10);
+    assert!(answers.iter().all(|a| a.status == 503 && !rejected(a)));
+    assert_eq!(upstream.counts().received.load(Ordering::SeqCst), 20);
+    assert_eq!(kv.stats().reads, 0);
+}
