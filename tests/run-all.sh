@@ -56,4 +56,14 @@ bash js/scripts/test.sh || js_status=$?
 step "Rust: the component in wasmtime (tripgate-wasmtime, with its metrics and tracing), the demo, the fleet adapter on a real redis-server, and the component fuzz corpus replay"
 TRIPGATE_FLEET_MIXED=1 cargo test --release -p tripgate-wasmtime -p host-demo -p tripgate-fuzz-component -p tripgate-redis --features tripgate-wasmtime/tokio,tripgate-wasmtime/prometheus,tripgate-wasmtime/tracing,tripgate-redis/server
 
+# The edge guard (tripgate-edge) in an invocation of its own: wasmtime-wasi and
+# wasmtime-wasi-http turn on wasmtime features the library does not use (async, the
+# component model's async ABI), so `cargo tree -e features -i wasmtime` differs between
+# tripgate-edge and tripgate-wasmtime. Joined to the invocation above, those features
+# would reach the demo's wasmtime and rebuild it; apart, each feature set is built once
+# and kept in the target directory. Its build script builds component/http-guard for
+# wasm32-wasip2 and composes it with the tripgate component (wac-graph).
+step "Rust: the wasi:http guard composed with the component, served by wasmtime over real HTTP, a fresh instance per request (tripgate-edge)"
+cargo test --release -p tripgate-edge
+
 exit "$js_status"
