@@ -126,7 +126,7 @@ fn open_error<'py>(
 }
 
 /// What a fallback gives for `error`: its result when it is callable, else itself.
-fn fall_back<'py>(
+pub(crate) fn fall_back<'py>(
     fallback: &Bound<'py, PyAny>,
     error: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -145,16 +145,114 @@ fn transitions_list<'py>(py: Python<'py>, ts: &[CoreTransition]) -> PyResult<Bou
     Ok(list)
 }
 
+static ASYNC_HELPER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static RUN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static RUN_FALLBACK: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static RAISE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static VALUE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static COROUTINE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
 impl Breaker {
+    /// Reads a callable clock (no-op for the others); call with no lock held.
     #[inline(always)]
-    fn outcome_of_value(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> Outcome {
+    pub(crate) fn refresh(&self, py: Python<'_>) {
+        self.shared.clock.refresh(py);
+    }
+
+    /// Starts a guarded await: the permit is taken now and `fn` called; the coroutine
+    /// returned (`tripgate._breaker._run`) awaits its awaitable and records the outcome.
+    /// With a timeout, the coroutine of `_guarded_async` (which takes the permit when it
+    /// starts) is returned instead.
+    fn start_async<'py>(
+        slf: &Bound<'py, Self>,
+        f: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+        timeout: Option<f64>,
+        fallback: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        if let Some(timeout) = timeout {
+            let kwargs = match kwargs {
+                Some(k) => k.clone(),
+                None => PyDict::new(py),
+            };
+            let has_fallback = fallback.is_some();
+            let fallback = fallback.unwrap_or_else(|| py.None());
+            return ASYNC_HELPER
+                .import(py, "tripgate._breaker", "_guarded_async")?
+                .call1((slf, f, args, kwargs, timeout, has_fallback, fallback));
+        }
+        this.refresh(py);
+        let helper = |name: &str| -> PyResult<Bound<'py, PyAny>> {
+            let cell = match name {
+                "_run" => &RUN,
+                "_run_fallback" => &RUN_FALLBACK,
+                "_raise" => &RAISE,
+                _ => &VALUE,
+            };
+            Ok(cell.import(py, "tripgate._breaker", name)?.clone())
+        };
+        // A value or an error decided before any await, as a coroutine.
+        let decided = |result: PyResult<Bound<'py, PyAny>>| match result {
+            Ok(value) => helper("_value")?.call1((value,)),
+            Err(error) => helper("_raise")?.call1((error.value(py),)),
+        };
+        let permit = match this.inner.acquire_owned() {
+            Ok(permit) => Self::new_permit(slf, permit)?,
+            Err(rejection) => {
+                return decided(match &fallback {
+                    Some(fallback) if !fallback.bind(py).is_callable() => {
+                        Ok(fallback.bind(py).clone())
+                    }
+                    Some(fallback) => open_error(py, &rejection, &this.shared.name)
+                        .and_then(|error| fallback.bind(py).call1((error,))),
+                    None => open_error(py, &rejection, &this.shared.name)
+                        .and_then(|error| Err(PyErr::from_value(error))),
+                });
+            }
+        };
+        let awaitable = match f.call(args, kwargs) {
+            Ok(awaitable) => awaitable,
+            Err(error) => {
+                let value = error.value(py).clone().into_any();
+                let outcome = this.outcome_of_error(py, &value);
+                permit.borrow_mut().finish(py, outcome);
+                return decided(match &fallback {
+                    Some(fallback) if outcome != Outcome::Cancelled => {
+                        fall_back(fallback.bind(py), &value)
+                    }
+                    _ => Err(error),
+                });
+            }
+        };
+        let coroutine = COROUTINE.import(py, "types", "CoroutineType")?;
+        if !awaitable.is_instance(coroutine)?
+            && !awaitable.hasattr(pyo3::intern!(py, "__await__"))?
+        {
+            // Not an awaitable: the call never happened.
+            permit.borrow_mut().finish(py, Outcome::Cancelled);
+            return Err(PyTypeError::new_err(format!(
+                "call_async needs a function that returns an awaitable, got {}",
+                awaitable.get_type().name()?
+            )));
+        }
+        match fallback {
+            None => helper("_run")?.call1((permit, awaitable)),
+            Some(fallback) => helper("_run_fallback")?.call1((permit, awaitable, fallback)),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn outcome_of_value(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> Outcome {
         match &self.shared.classify {
             None => outcome::of_value(value),
             Some(classify) => outcome::of_custom(py, classify, value),
         }
     }
 
-    fn outcome_of_error(&self, py: Python<'_>, error: &Bound<'_, PyAny>) -> Outcome {
+    pub(crate) fn outcome_of_error(&self, py: Python<'_>, error: &Bound<'_, PyAny>) -> Outcome {
         if !error.is_instance_of::<pyo3::exceptions::PyException>() {
             return Outcome::Cancelled;
         }
@@ -385,6 +483,47 @@ impl Breaker {
         let timeout = timeout.map(|s| (s * 1e9).round().max(1.0) as u64);
         let fallback = has_fallback.then_some(fallback);
         this.guarded(slf.py(), f, args, kwargs, timeout, fallback)
+    }
+
+    /// `await breaker.call_async(fn, *args, **kwargs)`: awaits `fn(*args, **kwargs)` if
+    /// the breaker admits it, within the breaker's `timeout` (past it the call is
+    /// cancelled, recorded as a `timeout` fault and `CallTimeoutError` raised), records
+    /// the outcome and returns the result. A rejection raises `CircuitOpenError`; with a
+    /// `fallback`, a rejection, a failure or a timeout gives the fallback instead (a
+    /// cancelled task never does).
+    #[pyo3(signature = (f, /, *args, **kwargs))]
+    fn call_async<'py>(
+        slf: &Bound<'py, Self>,
+        f: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let this = slf.get();
+        let py = slf.py();
+        let fallback = this.shared.fallback.as_ref().map(|f| f.clone_ref(py));
+        Self::start_async(
+            slf,
+            f,
+            args,
+            kwargs,
+            this.shared.timeout.map(seconds),
+            fallback,
+        )
+    }
+
+    /// `call_async` with its own budget (seconds or None) and fallback (`has_fallback`).
+    #[pyo3(signature = (f, args, kwargs, timeout, has_fallback, fallback))]
+    fn _call_async_with<'py>(
+        slf: &Bound<'py, Self>,
+        f: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+        timeout: Option<f64>,
+        has_fallback: bool,
+        fallback: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let fallback = has_fallback.then(|| fallback.clone().unbind());
+        Self::start_async(slf, f, args, kwargs, timeout, fallback)
     }
 
     /// `with breaker as permit:` admits the block or raises `CircuitOpenError`; its
@@ -627,7 +766,7 @@ pub struct Permit {
 }
 
 impl Permit {
-    fn finish(&mut self, py: Python<'_>, outcome: Outcome) -> Option<&'static str> {
+    pub(crate) fn finish(&mut self, py: Python<'_>, outcome: Outcome) -> Option<&'static str> {
         let permit = self.permit.take()?;
         self.breaker.get().shared.clock.refresh(py);
         let verdict = permit.record(outcome);

@@ -38,7 +38,43 @@ def _fall_back(fallback, error):
     return fallback(error) if callable(fallback) else fallback
 
 
+# What the native call_async returns: one coroutine frame around the call's awaitable,
+# its permit already taken.
+
+
+async def _run(permit, awaitable):
+    try:
+        result = await awaitable
+    except BaseException as error:
+        permit.record_error(error)
+        raise
+    permit.record_result(result)
+    return result
+
+
+async def _run_fallback(permit, awaitable, fallback):
+    try:
+        result = await awaitable
+    except BaseException as error:
+        permit.record_error(error)
+        # A caller that gave up (a cancelled task, KeyboardInterrupt) gets no fallback.
+        if isinstance(error, Exception):
+            return _fall_back(fallback, error)
+        raise
+    permit.record_result(result)
+    return result
+
+
+async def _raise(error):
+    raise error
+
+
+async def _value(value):
+    return value
+
+
 async def _guarded_async(breaker, fn, args, kwargs, timeout, has_fallback, fallback):
+    """A guarded await with a timeout (the native awaitable serves calls without one)."""
     permit = breaker.acquire()
     if not permit:
         error = permit.error()
@@ -100,9 +136,11 @@ class Guard:
             fn, args, kwargs, self.timeout, self._has_fallback, self._fallback
         )
 
-    async def call_async(self, fn, /, *args, **kwargs):
-        return await _guarded_async(
-            self.breaker, fn, args, kwargs, self.timeout, self._has_fallback, self._fallback
+    def call_async(self, fn, /, *args, **kwargs):
+        """An awaitable of ``fn(*args, **kwargs)`` guarded by the breaker (see
+        ``CircuitBreaker.call_async``)."""
+        return self.breaker._call_async_with(
+            fn, args, kwargs, self.timeout, self._has_fallback, self._fallback
         )
 
     def __call__(self, fn):
@@ -116,11 +154,11 @@ def _decorate(guard, fn):
         breaker, timeout = guard.breaker, guard.timeout
         has_fallback, fallback = guard._has_fallback, guard._fallback
 
+        start = breaker._call_async_with
+
         @functools.wraps(fn)
         async def guarded_async(*args, **kwargs):
-            return await _guarded_async(
-                breaker, fn, args, kwargs, timeout, has_fallback, fallback
-            )
+            return await start(fn, args, kwargs, timeout, has_fallback, fallback)
 
         guarded_async.breaker = breaker
         return guarded_async
@@ -151,16 +189,6 @@ class CircuitBreaker(_native.Breaker):
     """
 
     __slots__ = ()
-
-    async def call_async(self, fn, /, *args, **kwargs):
-        """Awaits ``fn(*args, **kwargs)`` if the breaker admits it, within the breaker's
-        ``timeout`` (past it the call is cancelled, recorded as a ``timeout`` fault and
-        ``CallTimeoutError`` raised), records the outcome and returns the result. A
-        rejection raises ``CircuitOpenError``; with a ``fallback``, a rejection, a
-        failure or a timeout returns the fallback instead (a cancelled task never does)."""
-        return await _guarded_async(
-            self, fn, args, kwargs, self.timeout, self._has_fallback, self._fallback
-        )
 
     def guard(self, *, timeout=_UNSET, fallback=_UNSET):
         """This breaker with another ``timeout`` and/or ``fallback`` (see ``Guard``)."""
