@@ -90,6 +90,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<breaker::Permit>()?;
     m.add_class::<breaker::Rejection>()?;
     m.add_class::<breaker::Transition>()?;
+    m.add_class::<breaker::GuardedFunction>()?;
     m.add_class::<clock::FakeClock>()?;
     m.add_function(wrap_pyfunction!(exposition_families, m)?)?;
     m.add_function(wrap_pyfunction!(classify_result, m)?)?;

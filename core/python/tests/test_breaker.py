@@ -495,3 +495,24 @@ def test_a_registry_makes_each_breaker_once():
     assert a.name == "payments" and list(registry) == ["payments"] and "payments" in registry
     with pytest.raises(ValueError):
         tripgate.Registry(cooldown=0)
+
+
+def test_a_decorated_method_binds_like_a_function(make):
+    r = make()
+
+    class Client:
+        def __init__(self):
+            self.sent = []
+
+        @r.breaker
+        def send(self, what):
+            """Sends."""
+            self.sent.append(what)
+            return len(self.sent)
+
+    client = Client()
+    assert client.send("a") == 1 and client.send("b") == 2
+    assert client.sent == ["a", "b"]
+    assert Client.send.__doc__ == "Sends." and Client.send.__name__ == "send"
+    assert Client.send(client, "c") == 3
+    assert r.breaker.metrics()["successes_total"] == 3

@@ -162,13 +162,10 @@ def _decorate(guard, fn):
 
         guarded_async.breaker = breaker
         return guarded_async
-    call = guard.call
-
-    @functools.wraps(fn)
-    def guarded(*args, **kwargs):
-        return call(fn, *args, **kwargs)
-
-    guarded.breaker = guard.breaker
+    guarded = _native.GuardedFunction(
+        guard.breaker, fn, guard.timeout, guard._has_fallback, guard._fallback
+    )
+    functools.update_wrapper(guarded, fn)
     return guarded
 
 
