@@ -23,6 +23,10 @@ pub struct Settings {
     /// The key-value bucket that holds the breakers' states.
     #[cfg_attr(feature = "bare", allow(dead_code))]
     pub bucket: String,
+    /// `TRIPGATE_COSTS=1`: answers carry `x-tripgate-cost`, the time (ns) the breaker's
+    /// steps took in this request (for measurements).
+    #[cfg_attr(feature = "bare", allow(dead_code))]
+    pub costs: bool,
     /// Breaker settings, each `None` for the core's default.
     #[cfg_attr(feature = "bare", allow(dead_code))]
     pub breaker: BreakerSettings,
@@ -132,6 +136,7 @@ impl Settings {
             routes,
             timeout: millis(TIMEOUT_MS)?.unwrap_or(1_000 * MS),
             bucket: get(BUCKET).unwrap_or("tripgate").to_owned(),
+            costs: get("TRIPGATE_COSTS") == Some("1"),
             breaker,
         })
     }

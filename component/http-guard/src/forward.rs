@@ -188,11 +188,14 @@ fn classify(code: ErrorCode) -> Sent {
 }
 
 /// Sends the upstream's answer back: its status, its headers (less those the host
-/// forbids) and its body.
-pub fn relay(out: ResponseOutparam, response: IncomingResponse) {
+/// forbids) and `extra` ones, and its body.
+pub fn relay(out: ResponseOutparam, response: IncomingResponse, extra: &[(&str, String)]) {
     let headers = Fields::new();
     for (name, value) in response.headers().entries() {
         let _ = headers.append(&name, &value);
+    }
+    for (name, value) in extra {
+        let _ = headers.set(name, &[value.as_bytes().to_vec()]);
     }
     let outgoing = OutgoingResponse::new(headers);
     let _ = outgoing.set_status_code(response.status());

@@ -51,25 +51,28 @@ pub fn guarded(
         Err(refused) => return forward::respond(out, refused.status, &refused.message, &[]),
     };
     let config = config(&settings.breaker);
+    let started = monotonic_clock::now();
     // Fails open: without a store the breaker is this request's alone.
     let place = Place::open(&settings.bucket, &upstream.authority).ok();
 
+    let mut loaded = None;
     let mut attempt = 0;
     let (breaker, permit, seen) = loop {
         attempt += 1;
         let now = monotonic_clock::now();
         let read = place.as_ref().and_then(|place| place.read().ok());
-        let breaker =
-            match state::restore(read.as_ref().and_then(|r| r.value.as_deref()), &config, now) {
-                Ok(breaker) => breaker,
-                Err(error) => {
-                    let message = format!(
-                        "tripgate: the breaker settings are invalid: {}",
-                        error.message
-                    );
-                    return forward::respond(out, 500, &message, &[]);
-                }
-            };
+        let restored = state::restore(read.as_ref().and_then(|r| r.value.as_deref()), &config, now);
+        loaded.get_or_insert_with(monotonic_clock::now);
+        let breaker = match restored {
+            Ok(breaker) => breaker,
+            Err(error) => {
+                let message = format!(
+                    "tripgate: the breaker settings are invalid: {}",
+                    error.message
+                );
+                return forward::respond(out, 500, &message, &[]);
+            }
+        };
         let admission = breaker.acquire(now);
         let changed = !admission.transitions.is_empty();
         match admission.decision {
@@ -109,6 +112,7 @@ pub fn guarded(
         }
     };
 
+    let decided = monotonic_clock::now();
     let sent = forward::send(&prepared, upstream, settings.timeout, permit.is_probe());
     let outcome = match &sent {
         Sent::Answered(response) => Outcome::Status(response.status()),
@@ -116,10 +120,22 @@ pub fn guarded(
         Sent::Connection(_) => Outcome::ConnectionError,
         Sent::Failure(_) => Outcome::Failure,
     };
+    let answered = monotonic_clock::now();
     if let Some(place) = &place {
         record(place, &config, breaker, permit, outcome, seen.as_deref());
     }
-    answer(out, upstream, sent, settings.timeout);
+    let mut extra = Vec::new();
+    if settings.costs {
+        let loaded = loaded.unwrap_or(started);
+        let cost = format!(
+            "load={};acquire={};record={}",
+            loaded.saturating_sub(started),
+            decided.saturating_sub(loaded),
+            monotonic_clock::now().saturating_sub(answered)
+        );
+        extra.push(("x-tripgate-cost", cost));
+    }
+    answer(out, upstream, sent, settings.timeout, &extra);
 }
 
 /// Step 3: the outcome into the newest state (see the module's docs).
@@ -178,9 +194,15 @@ fn replay(
     matches!(place.swap(read, &breaker, now), Err(Unwritten::Conflict))
 }
 
-fn answer(out: ResponseOutparam, upstream: &Upstream, sent: Sent, timeout: u64) {
+fn answer(
+    out: ResponseOutparam,
+    upstream: &Upstream,
+    sent: Sent,
+    timeout: u64,
+    extra: &[(&str, String)],
+) {
     match sent {
-        Sent::Answered(response) => forward::relay(out, response),
+        Sent::Answered(response) => forward::relay(out, response, extra),
         Sent::Timeout => forward::respond(
             out,
             504,
@@ -195,7 +217,7 @@ fn answer(out: ResponseOutparam, upstream: &Upstream, sent: Sent, timeout: u64) 
             out,
             502,
             &format!("{} failed: {problem}", upstream.authority),
-            &[],
+            extra,
         ),
     }
 }

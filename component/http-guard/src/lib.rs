@@ -74,7 +74,7 @@ fn bare(
         Err(refused) => return forward::respond(out, refused.status, &refused.message, &[]),
     };
     match forward::send(&prepared, upstream, settings.timeout, false) {
-        forward::Sent::Answered(response) => forward::relay(out, response),
+        forward::Sent::Answered(response) => forward::relay(out, response, &[]),
         forward::Sent::Timeout => {
             forward::respond(out, 504, "the upstream did not answer in time", &[])
         }
