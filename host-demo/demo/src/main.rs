@@ -105,12 +105,13 @@ fn breaker_config(o: &Options, setup: &Setup) -> Config {
 }
 
 fn main() -> ExitCode {
-    // `fleet` is the fleet demo, `fleet-member` one of its member processes; anything
-    // else is the brownout demo's options.
+    // `fleet` is the fleet demo, `fleet-member` one of its member processes, `upstream`
+    // the scripted upstream alone; anything else is the brownout demo's options.
     let args: Vec<String> = std::env::args().skip(1).collect();
     let sub = match args.first().map(String::as_str) {
         Some("fleet") => Some(fleet::run as fn(&[String]) -> Result<()>),
         Some("fleet-member") => Some(fleet::member::run as fn(&[String]) -> Result<()>),
+        Some("upstream") => Some(upstream_only as fn(&[String]) -> Result<()>),
         _ => None,
     };
     if let Some(sub) = sub {
@@ -229,6 +230,83 @@ fn run(o: &Options) -> Result<()> {
     } else {
         print!("{tables}{footer}");
     }
+    Ok(())
+}
+
+/// `host-demo upstream [OPTIONS]`: the scripted upstream alone, for a caller service in
+/// another language (the Python brownout, `core/python/demo/`). Prints a JSON line with
+/// its address, when the script starts and its phases; plays the script once (and as long
+/// again as a stalled request may be held); then prints a JSON line with what it saw in
+/// each phase, and exits.
+fn upstream_only(args: &[String]) -> Result<()> {
+    let o = match options::parse(args.iter().cloned()) {
+        Ok(Parsed::Run(options)) => options,
+        Ok(Parsed::Help) => {
+            print!("{}", options::USAGE);
+            return Ok(());
+        }
+        Err(message) => anyhow::bail!(message),
+    };
+    let setup = Setup::new(&o);
+    let scenario = Scenario::new(o.scale);
+    let timeline = Timeline {
+        scenario: scenario.clone(),
+        start: Instant::now() + Duration::from_millis(500),
+    };
+    let mut upstream = Upstream::start(timeline.clone(), setup.upstream())?;
+    let phases: Vec<serde_json::Value> = scenario
+        .phases
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "name": p.name,
+                "start_s": p.start.as_secs_f64(),
+                "end_s": p.end.as_secs_f64(),
+            })
+        })
+        .collect();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let mut out = std::io::stdout();
+    writeln!(
+        out,
+        "{}",
+        serde_json::json!({
+            "addr": upstream.addr.to_string(),
+            "starts_in_s": timeline.start.saturating_duration_since(Instant::now()).as_secs_f64(),
+            "phases": phases,
+            "latency_ms": ms(setup.latency),
+            "stall_ms": ms(setup.stall),
+            "fill_ms": ms(setup.fill),
+            "fill_slots": setup.fill_slots,
+            "fills_to_warm": setup.fills_to_warm,
+        })
+    )?;
+    out.flush()?;
+    let end = timeline.start + scenario.total() + setup.stall;
+    while Instant::now() < end {
+        std::thread::sleep(
+            Duration::from_millis(100).min(end.saturating_duration_since(Instant::now())),
+        );
+    }
+    upstream.stop();
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::SeqCst);
+    let load32 = |a: &std::sync::atomic::AtomicU32| a.load(Ordering::SeqCst);
+    let counters: Vec<serde_json::Value> = upstream
+        .shared
+        .phases
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "received": load(&c.received),
+                "probes": load(&c.probes),
+                "peak": load32(&c.peak),
+                "peak_probes": load32(&c.peak_probes),
+                "abandoned": load(&c.abandoned),
+            })
+        })
+        .collect();
+    writeln!(out, "{}", serde_json::json!({ "phases": counters }))?;
+    out.flush()?;
     Ok(())
 }
 

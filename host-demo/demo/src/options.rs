@@ -94,6 +94,8 @@ start) under a thread-per-request caller service; the scenario runs twice, timeo
 with tripgate (the WASI component in wasmtime), with the same seeded arrivals.
 
 USAGE: cargo run --release -p host-demo -- [OPTIONS]
+       cargo run --release -p host-demo -- upstream [OPTIONS]   the scripted upstream alone
+       (for a caller in another language): JSON lines with its address, then its counters
 
 OPTIONS (durations in milliseconds, at scale 1):
   --scale X            multiply the script's durations by X and divide the upstream
