@@ -15,6 +15,10 @@ use crate::words::Words;
 /// Most members a fleet quorum can count (and the largest `fleet-quorum`).
 pub const MAX_QUORUM: u8 = 16;
 
+/// How many cooldowns a fleet event may open a breaker for when its backoff grows without
+/// a `max-cooldown` (six doublings): see [`Config::longest_opening`].
+pub const UNCAPPED_BACKOFF_BOUND: u64 = 64;
+
 /// Most buckets a time window may have.
 pub const MAX_BUCKETS: u8 = 64;
 /// Most outcomes a count-based window may hold.
@@ -118,14 +122,20 @@ impl Default for Config {
 }
 
 impl Config {
-    /// The longest opening this configuration makes: the backed-off cooldown at its cap,
-    /// lengthened by the most its jitter adds. No opening the fleet asks for lasts longer
-    /// (a stored or replayed event cannot hold a member open past it).
+    /// The longest opening a fleet event may ask of this breaker (a stored or replayed
+    /// event cannot hold a member open past it): the backed-off cooldown at its cap,
+    /// lengthened by the most its jitter adds. Without `max-cooldown`, a backoff that
+    /// grows is taken to stop at [`UNCAPPED_BACKOFF_BOUND`] times the cooldown, so that
+    /// nothing in the store can open a member for longer; set `max-cooldown` to bound it
+    /// tighter.
     pub fn longest_opening(&self) -> Nanos {
-        let base = self
-            .max_cooldown
-            .unwrap_or(self.cooldown)
-            .max(self.cooldown);
+        let base = match self.max_cooldown {
+            Some(max) => max.max(self.cooldown),
+            None if self.backoff_factor > 1.0 => {
+                self.cooldown.saturating_mul(UNCAPPED_BACKOFF_BOUND)
+            }
+            None => self.cooldown,
+        };
         let percent = u64::from(self.jitter_percent);
         let jitter = (base / 100)
             .saturating_mul(percent)

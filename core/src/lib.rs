@@ -79,7 +79,7 @@ mod breaker;
 pub use breaker::{Admission, Breaker, Recorded, Verdict};
 pub use config::{
     Config, ConfigError, Field, FieldKind, Rule, MAX_BACKOFF_FACTOR, MAX_BUCKETS, MAX_PROBES,
-    MAX_QUORUM, MAX_WINDOW_CALLS,
+    MAX_QUORUM, MAX_WINDOW_CALLS, UNCAPPED_BACKOFF_BOUND,
 };
 pub use fleet::{
     Announcement, AnnouncementKind, FleetApplied, FleetEvent, FleetEventKind, FleetStatus,

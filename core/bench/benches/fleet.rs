@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use tripgate::{Breaker, Config, Outcome};
 use tripgate_redis::server::RedisServer;
-use tripgate_redis::{join, Options};
+use tripgate_redis::{Options, Store};
 
 fn pair(b: &Breaker) {
     if let Ok(permit) = b.acquire() {
@@ -34,9 +34,9 @@ fn bench(c: &mut Criterion) {
         })
         .expect("fleet config"),
     );
-    let options = Options::new(redis.url(None), "bench").key("a shared key of 32 bytes, really");
+    let options = Options::new(redis.url(None)).key("a shared key of 32 bytes, really");
     let fleet = runtime
-        .block_on(async { join(Arc::clone(&on), options) })
+        .block_on(async { Store::connect(options)?.join("bench", Arc::clone(&on)) })
         .expect("joined");
     let deadline = Instant::now() + Duration::from_secs(5);
     while !fleet.status().connected {

@@ -43,7 +43,7 @@ pub use call::CallError;
 pub use classify::{error_outcome, Classify, Status};
 pub use clock::{Clock, FakeClock, MonotonicClock};
 pub use coarse::{CoarseClock, QuantaClock, COARSE_TICK};
-pub use listener::{Listener, ListenerSlot};
+pub use listener::{AlreadyWatched, Listener, ListenerSlot, Watcher};
 pub use lock::Lock;
 pub use registry::{Readings, Registry};
 pub use tripgate_core::MAX_CAUSES;

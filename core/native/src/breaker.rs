@@ -3,6 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use tripgate_core::exposition::Reading;
+use tripgate_core::fleet::protocol::View;
 use tripgate_core::{
     Announcement, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus, Metrics, Outcome,
     Rejection, SnapshotError, State, Transition, Transitions, Verdict, MAX_EXPORT_LEN,
@@ -111,6 +113,9 @@ impl<C: Clock> Breaker<C> {
             .core
             .lock()
             .acquire_reading(|| self.clock.now(), &mut caused);
+        if let Err(rejection) = &decision {
+            self.listener.turned_away(rejection.reason);
+        }
         (decision, caused)
     }
 
@@ -119,12 +124,16 @@ impl<C: Clock> Breaker<C> {
     fn finish(&self, permit: tripgate_core::Permit, outcome: Outcome) -> Verdict {
         // Read before taking the lock: the clock is the longest part of a record.
         let now = self.clock.now();
+        let probe = permit.is_probe();
         let mut caused = None;
         let verdict = self
             .core
             .lock()
             .record_into(permit, outcome, now, &mut caused);
         self.notify(caused);
+        if probe {
+            self.listener.probe_recorded();
+        }
         verdict
     }
 
@@ -233,6 +242,18 @@ impl<C: Clock> Breaker<C> {
     pub fn fleet_status(&self) -> FleetStatus {
         let now = self.clock.now();
         self.core.lock().fleet_status(now)
+    }
+
+    /// Fleet mode: what the member protocol reads of the breaker, in one hold of the lock.
+    pub fn fleet_view(&self) -> View {
+        let Reading { metrics, fleet } = self.reading();
+        View {
+            state: metrics.state,
+            status: fleet,
+            probes_out: metrics.probes_out,
+            cooldown_remaining: metrics.cooldown_remaining,
+            admitted: metrics.admitted_total,
+        }
     }
 
     /// Calls `listener` with every transition from now on, from whichever call caused it

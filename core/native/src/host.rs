@@ -2,14 +2,15 @@
 //! guarded call, the registry and the exporters) and a fleet [`Member`].
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use tripgate_core::exposition::Reading;
+use tripgate_core::fleet::protocol::View;
 use tripgate_core::{
-    Announcement, Class, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus, Nanos,
-    Outcome, Rejection,
+    Announcement, Class, Config, ConfigError, FleetApplied, FleetEvent, Nanos, Outcome, Rejection,
 };
-use tripgate_host::fleet::{Member, MemberError, View};
-use tripgate_host::{Clock, HostBreaker, ListenerSlot, MakeBreaker};
+use tripgate_host::fleet::{Member, MemberError};
+use tripgate_host::{AlreadyWatched, Clock, HostBreaker, ListenerSlot, MakeBreaker, Watcher};
 
 use crate::{Breaker, Permit};
 
@@ -51,6 +52,12 @@ impl<C: Clock + Clone> MakeBreaker for Breaker<C> {
 }
 
 impl<C: Clock + Send + Sync + 'static> Member for Breaker<C> {
+    fn view(&self) -> Result<View, MemberError> {
+        Ok(self.fleet_view())
+    }
+    fn take_announcement(&self) -> Result<Option<Announcement>, MemberError> {
+        Ok(self.fleet_take_announcement())
+    }
     fn apply(&self, event: FleetEvent) -> Result<FleetApplied, MemberError> {
         Ok(self.fleet_apply(event).0)
     }
@@ -61,24 +68,16 @@ impl<C: Clock + Send + Sync + 'static> Member for Breaker<C> {
         self.fleet_store(reachable, lease);
         Ok(())
     }
-    fn take_announcement(&self) -> Result<Option<Announcement>, MemberError> {
-        Ok(self.fleet_take_announcement())
-    }
-    fn status(&self) -> Result<FleetStatus, MemberError> {
-        Ok(self.fleet_status())
-    }
-    fn view(&self) -> Result<View, MemberError> {
-        let m = self.metrics();
-        Ok(View {
-            state: m.state,
-            cooldown_remaining: m.cooldown_remaining,
-            probes_out: m.probes_out,
-        })
-    }
     fn cooldown(&self) -> u64 {
         self.config().cooldown
     }
     fn probe_timeout(&self) -> u64 {
         self.config().probe_timeout
+    }
+    fn watch(&self, watcher: Arc<Watcher>) -> Result<(), AlreadyWatched> {
+        self.listener_slot().watch(watcher)
+    }
+    fn unwatch(&self) {
+        self.listener_slot().unwatch();
     }
 }

@@ -1,209 +1,387 @@
-//! The store's side of `wit/fleet.md`: one session's commands and scripts, each bounded
-//! by `store-timeout` so that a slow store counts as an unreachable one.
+//! The store's side of the member protocol: one connection per process (a multiplexed
+//! RESP3 connection, or a cluster connection), the fleets' channels subscribed on it, and
+//! each protocol [`Command`] executed as one script or command, bounded by
+//! `store-timeout` so that a slow store counts as an unreachable one.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig, PubSubStream};
-use redis::{AsyncCommands, Client, RedisError, Script};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
+use redis::{
+    AsyncConnectionConfig, Client, ErrorKind, PushInfo, RedisError, Script, ServerErrorKind, Value,
+};
+use tokio::sync::mpsc::UnboundedSender;
+use tripgate_core::fleet::protocol::{Command, Reply};
+use tripgate_core::fleet::scripts;
+use tripgate_core::fleet::wire::{Keys, MAX_LINE, MAX_VOTES};
 
-use crate::wire::{self, Keys};
+use crate::options::{connection_info, Options, Target};
 
-// The scripts are part of the wire format, shared with the Node adapter: each file says
-// its keys, arguments and reply.
-const VOTE: &str = include_str!("../lua/vote.lua");
-const RENEW: &str = include_str!("../lua/renew.lua");
-const RELEASE: &str = include_str!("../lua/release.lua");
-const RAISE: &str = include_str!("../lua/raise.lua");
-
-/// A store failure: the command failed, or took longer than `store-timeout`.
+/// Why a command did not get its answer.
 #[derive(Debug)]
 pub(crate) enum StoreError {
-    Redis(RedisError),
-    Timeout,
-    SubscriptionEnded,
-}
-
-impl std::fmt::Display for StoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Redis(e) => write!(f, "redis: {e}"),
-            Self::Timeout => f.write_str("the store did not answer within store-timeout"),
-            Self::SubscriptionEnded => f.write_str("the subscription ended"),
-        }
-    }
-}
-
-impl From<RedisError> for StoreError {
-    fn from(e: RedisError) -> Self {
-        Self::Redis(e)
-    }
+    /// The store is unreachable, failing or slower than `store-timeout`: the session ends.
+    Down(String),
+    /// The store answered, refusing what a key holds (a counter that is no integer, a key
+    /// of the wrong type) or with a reply of the wrong shape: up, but holding bad data.
+    Refused,
 }
 
 pub(crate) type StoreResult<T> = Result<T, StoreError>;
 
-/// What reconciling read: the stored event, its remaining time, and the generation.
-pub(crate) struct Stored {
-    pub(crate) event: Option<String>,
-    /// `PTTL event`: ms left, -1 without expiry, -2 gone.
-    pub(crate) pttl_ms: i64,
-    pub(crate) generation: u64,
+impl From<RedisError> for StoreError {
+    fn from(e: RedisError) -> Self {
+        // Only what data can cause is a refusal: `ERR` (a counter that is no integer, a
+        // script's error), `WRONGTYPE`, a reply of the wrong shape. An unreachable,
+        // read-only, out of memory or denying store is down, so the member decides alone
+        // and backs off.
+        let data = match e.kind() {
+            ErrorKind::Parse | ErrorKind::UnexpectedReturnType => true,
+            ErrorKind::Server(ServerErrorKind::ResponseError) => true,
+            ErrorKind::Extension => e.code() == Some("WRONGTYPE"),
+            _ => false,
+        };
+        if data {
+            Self::Refused
+        } else {
+            Self::Down(format!("redis: {e}"))
+        }
+    }
 }
 
-/// One connection's worth of talking to the store.
-pub(crate) struct Session {
-    conn: ConnectionManager,
-    keys: Keys,
-    timeout: Duration,
+/// The scripts, hashed once per process.
+pub(crate) struct Scripts {
+    read: Script,
     vote: Script,
+    take: Script,
     renew: Script,
     release: Script,
-    raise: Script,
+    repair: Script,
+    publish: Script,
 }
 
-impl Session {
-    /// Connects for commands, subscribes to the fleet's channel, and gives back the
-    /// session and the stream of its messages.
-    pub(crate) async fn open(
-        client: &Client,
-        keys: Keys,
-        timeout: Duration,
-    ) -> StoreResult<(Self, PubSubStream)> {
-        // The adapter reconnects on its own (with its backoff, and a resync first), so
-        // the manager need not retry for long: a failure ends the session.
-        let config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(timeout))
-            .set_connection_timeout(Some(timeout))
-            .set_number_of_retries(1)
-            .set_max_delay(timeout);
-        let conn = bounded(timeout, client.get_connection_manager_with_config(config)).await?;
-        let mut pubsub = bounded(timeout, client.get_async_pubsub()).await?;
-        bounded(timeout, pubsub.subscribe(&keys.channel)).await?;
-        let session = Self {
-            conn,
-            keys,
-            timeout,
-            vote: Script::new(VOTE),
-            renew: Script::new(RENEW),
-            release: Script::new(RELEASE),
-            raise: Script::new(RAISE),
+impl Scripts {
+    pub(crate) fn new() -> Self {
+        Self {
+            read: Script::new(scripts::READ),
+            vote: Script::new(scripts::VOTE),
+            take: Script::new(scripts::TAKE),
+            renew: Script::new(scripts::RENEW),
+            release: Script::new(scripts::RELEASE),
+            repair: Script::new(scripts::REPAIR),
+            publish: Script::new(scripts::PUBLISH),
+        }
+    }
+}
+
+/// The connection a session runs on; cloned into each command (both kinds multiplex).
+#[derive(Clone)]
+pub(crate) enum Connection {
+    Server(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+/// How a process reaches its store, built once from the options.
+#[derive(Clone)]
+pub(crate) enum Clients {
+    Server(Box<Client>),
+    Cluster(Box<redis::cluster::ClusterClient>),
+}
+
+impl Clients {
+    /// The clients for `options` (validated already, so an error here is unexpected, but
+    /// stays an error naming the option).
+    pub(crate) fn new(options: &Options) -> Result<Self, crate::OptionError> {
+        let bad = |rule: String| crate::OptionError {
+            option: "url",
+            rule,
         };
-        Ok((session, pubsub.into_on_message()))
-    }
-
-    /// `GET event`, `PTTL event` and `GET gen` in one transaction, so the time left
-    /// belongs to the event read.
-    pub(crate) async fn read(&mut self) -> StoreResult<Stored> {
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .get(&self.keys.event)
-            .pttl(&self.keys.event)
-            .get(&self.keys.gen);
-        let (event, pttl_ms, generation): (Option<String>, i64, Option<String>) =
-            bounded(self.timeout, pipe.query_async(&mut self.conn)).await?;
-        Ok(Stored {
-            event,
-            pttl_ms,
-            generation: generation.and_then(|g| g.parse().ok()).unwrap_or(0),
-        })
-    }
-
-    /// Raises the fleet generation to at least `at_least`.
-    pub(crate) async fn raise(&mut self, at_least: u64) -> StoreResult<()> {
-        let mut call = self.raise.key(&self.keys.gen);
-        call.arg(at_least);
-        let _: i64 = bounded(self.timeout, call.invoke_async(&mut self.conn)).await?;
-        Ok(())
-    }
-
-    /// Votes for `member` and answers every vote as (member, age in ms); unreadable
-    /// entries (not a member id) are skipped, and counted by the caller as garbage.
-    pub(crate) async fn vote(
-        &mut self,
-        member: u64,
-        cooldown_ms: u64,
-    ) -> StoreResult<(Vec<(u64, u64)>, usize)> {
-        let mut call = self.vote.key(&self.keys.votes);
-        call.arg(wire::member_hex(member)).arg(cooldown_ms.max(1));
-        let reply: Vec<String> = bounded(self.timeout, call.invoke_async(&mut self.conn)).await?;
-        let now: u64 = reply.first().and_then(|t| t.parse().ok()).unwrap_or(0);
-        let mut votes = Vec::new();
-        let mut unreadable = 0;
-        for pair in reply.get(1..).unwrap_or_default().chunks(2) {
-            let parsed = match pair {
-                [id, at] => wire::parse_member(id).zip(at.parse::<u64>().ok()),
-                _ => None,
-            };
-            match parsed {
-                Some((id, at)) => votes.push((id, now.saturating_sub(at))),
-                None => unreadable += 1,
+        let resp3 = |url: &str| {
+            let info = connection_info(url).map_err(bad)?;
+            let settings = info
+                .redis_settings()
+                .clone()
+                .set_protocol(redis::ProtocolVersion::RESP3);
+            Ok::<_, crate::OptionError>(info.set_redis_settings(settings))
+        };
+        match &options.target {
+            Target::Server(url) => {
+                let info = resp3(url)?;
+                #[cfg(feature = "tls")]
+                if let Some(pem) = &options.tls_root_cert {
+                    // rustls needs a process-wide crypto provider; another may be installed.
+                    let _ = rustls::crypto::ring::default_provider().install_default();
+                    let certificates = redis::TlsCertificates {
+                        client_tls: None,
+                        root_cert: Some(pem.clone()),
+                    };
+                    return Client::build_with_tls(info, certificates)
+                        .map(|client| Self::Server(Box::new(client)))
+                        .map_err(|e| crate::OptionError {
+                            option: "tls_root_cert",
+                            rule: format!("does not work: {e}"),
+                        });
+                }
+                #[cfg(feature = "tls")]
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                Client::open(info)
+                    .map(|client| Self::Server(Box::new(client)))
+                    .map_err(|e| bad(format!("does not work: {e}")))
+            }
+            Target::Cluster(nodes) => {
+                let infos = nodes
+                    .iter()
+                    .map(|url| resp3(url))
+                    .collect::<Result<Vec<_>, _>>()?;
+                redis::cluster::ClusterClientBuilder::new(infos)
+                    .use_protocol(redis::ProtocolVersion::RESP3)
+                    // The member reconnects on its own, with its backoff and a read back
+                    // first: the client must fail fast rather than retry for long.
+                    .retries(0)
+                    .build()
+                    .map(|client| Self::Cluster(Box::new(client)))
+                    .map_err(|e| bad(format!("does not work: {e}")))
             }
         }
-        Ok((votes, unreadable))
     }
 
-    /// The next generation (`INCR gen`).
-    pub(crate) async fn next_generation(&mut self) -> StoreResult<u64> {
-        let gen = self.keys.gen.clone();
-        bounded(self.timeout, self.conn.incr(gen, 1u64)).await
-    }
-
-    /// Publishes `message`: in one `MULTI`, the stored event (expiring with an open's
-    /// cooldown), the votes cleared, and the message on the channel.
-    pub(crate) async fn publish(
-        &mut self,
-        message: &str,
-        expire_ms: Option<u64>,
-    ) -> StoreResult<()> {
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        match expire_ms {
-            Some(ms) => pipe.pset_ex(&self.keys.event, message, ms.max(1)).ignore(),
-            None => pipe.set(&self.keys.event, message).ignore(),
-        };
-        pipe.del(&self.keys.votes)
-            .ignore()
-            .publish(&self.keys.channel, message)
-            .ignore();
-        let () = bounded(self.timeout, pipe.query_async(&mut self.conn)).await?;
-        Ok(())
-    }
-
-    /// `SET lease <member> NX PX <ms>`: whether this member now holds the lease.
-    pub(crate) async fn take_lease(&mut self, member: u64, ms: u64) -> StoreResult<bool> {
-        let mut cmd = redis::cmd("SET");
-        cmd.arg(&self.keys.lease)
-            .arg(wire::member_hex(member))
-            .arg("NX")
-            .arg("PX")
-            .arg(ms.max(1));
-        let reply: Option<String> = bounded(self.timeout, cmd.query_async(&mut self.conn)).await?;
-        Ok(reply.is_some())
-    }
-
-    /// Extends this member's lease to `ms` from now: whether it still held it.
-    pub(crate) async fn renew_lease(&mut self, member: u64, ms: u64) -> StoreResult<bool> {
-        let mut call = self.renew.key(&self.keys.lease);
-        call.arg(wire::member_hex(member)).arg(ms.max(1));
-        let renewed: i64 = bounded(self.timeout, call.invoke_async(&mut self.conn)).await?;
-        Ok(renewed == 1)
-    }
-
-    /// Gives this member's lease up (nothing if another member holds it by now).
-    pub(crate) async fn release_lease(&mut self, member: u64) -> StoreResult<()> {
-        let mut call = self.release.key(&self.keys.lease);
-        call.arg(wire::member_hex(member));
-        let _: i64 = bounded(self.timeout, call.invoke_async(&mut self.conn)).await?;
-        Ok(())
+    /// A new connection whose pushes (messages, and the news of a lost connection) go to
+    /// `pushes`, within `timeout`.
+    pub(crate) async fn connect(
+        &self,
+        pushes: UnboundedSender<PushInfo>,
+        timeout: Duration,
+    ) -> StoreResult<Connection> {
+        match self {
+            Self::Server(client) => {
+                let config = AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(timeout))
+                    .set_response_timeout(Some(timeout))
+                    .set_push_sender(pushes);
+                let connect = client.get_multiplexed_async_connection_with_config(&config);
+                Ok(Connection::Server(bounded(timeout, connect).await?))
+            }
+            Self::Cluster(client) => {
+                let config = redis::cluster::ClusterConfig::new()
+                    .set_connection_timeout(timeout)
+                    .set_response_timeout(timeout)
+                    .set_push_sender(pushes);
+                let connect = client.get_async_connection_with_config(config);
+                Ok(Connection::Cluster(bounded(timeout, connect).await?))
+            }
+        }
     }
 }
 
-async fn bounded<T>(
+impl Connection {
+    fn sharded(&self) -> bool {
+        matches!(self, Self::Cluster(_))
+    }
+
+    /// Subscribes to a fleet's channel (sharded on a cluster).
+    pub(crate) async fn subscribe(&mut self, channel: &str, timeout: Duration) -> StoreResult<()> {
+        match self {
+            Self::Server(conn) => bounded(timeout, conn.subscribe(channel)).await,
+            Self::Cluster(conn) => bounded(timeout, conn.ssubscribe(channel)).await,
+        }
+    }
+
+    /// Unsubscribes from a fleet's channel.
+    pub(crate) async fn unsubscribe(
+        &mut self,
+        channel: &str,
+        timeout: Duration,
+    ) -> StoreResult<()> {
+        match self {
+            Self::Server(conn) => bounded(timeout, conn.unsubscribe(channel)).await,
+            Self::Cluster(conn) => bounded(timeout, conn.sunsubscribe(channel)).await,
+        }
+    }
+
+    /// Executes `command` for the fleet with `keys`.
+    pub(crate) async fn execute(
+        mut self,
+        scripts: Arc<Scripts>,
+        keys: Arc<Keys>,
+        command: Command,
+        timeout: Duration,
+    ) -> StoreResult<Answer> {
+        let sharded = self.sharded();
+        match self {
+            Self::Server(ref mut conn) => {
+                run(conn, &scripts, &keys, command, sharded, timeout).await
+            }
+            Self::Cluster(ref mut conn) => {
+                run(conn, &scripts, &keys, command, sharded, timeout).await
+            }
+        }
+    }
+}
+
+/// A store's answer, owned until the protocol reads it as a [`Reply`].
+#[derive(Debug)]
+pub(crate) enum Answer {
+    Read {
+        event: Option<Vec<u8>>,
+        event_ttl_ms: i64,
+        generation: Option<Vec<u8>>,
+    },
+    Voted {
+        now_ms: u64,
+        votes: Vec<(Vec<u8>, u64)>,
+    },
+    Generation(i64),
+    Published,
+    Lease {
+        held: bool,
+        ttl_ms: i64,
+    },
+    Renewed(bool),
+    Released,
+    Repaired,
+    Refused,
+}
+
+impl Answer {
+    pub(crate) fn reply(&self) -> Reply<'_> {
+        match self {
+            Self::Read {
+                event,
+                event_ttl_ms,
+                generation,
+            } => Reply::Read {
+                event: event.as_deref(),
+                event_ttl_ms: *event_ttl_ms,
+                generation: generation.as_deref(),
+            },
+            Self::Voted { now_ms, votes } => Reply::Voted {
+                now_ms: *now_ms,
+                votes: votes.iter().map(|(e, at)| (e.as_slice(), *at)).collect(),
+            },
+            Self::Generation(g) => Reply::Generation(*g),
+            Self::Published => Reply::Published,
+            Self::Lease { held, ttl_ms } => Reply::Lease {
+                held: *held,
+                ttl_ms: *ttl_ms,
+            },
+            Self::Renewed(renewed) => Reply::Renewed(*renewed),
+            Self::Released => Reply::Released,
+            Self::Repaired => Reply::Repaired,
+            Self::Refused => Reply::Refused,
+        }
+    }
+}
+
+async fn run<C: ConnectionLike + Send>(
+    conn: &mut C,
+    scripts: &Scripts,
+    keys: &Keys,
+    command: Command,
+    sharded: bool,
+    timeout: Duration,
+) -> StoreResult<Answer> {
+    let answer = match command {
+        Command::Read => {
+            let mut call = scripts.read.key(&keys.event);
+            call.key(&keys.gen).arg(MAX_LINE);
+            let (event, event_ttl_ms, generation): (Option<Vec<u8>>, i64, Option<Vec<u8>>) =
+                bounded(timeout, call.invoke_async(conn)).await?;
+            Answer::Read {
+                event,
+                event_ttl_ms,
+                generation,
+            }
+        }
+        Command::Vote { entry, window_ms } => {
+            let mut call = scripts.vote.key(&keys.votes);
+            call.arg(entry)
+                .arg(window_ms.max(1))
+                .arg(MAX_VOTES)
+                .arg(MAX_LINE);
+            let reply: Vec<Vec<u8>> = bounded(timeout, call.invoke_async(conn)).await?;
+            voted(&reply)
+        }
+        Command::NextGeneration => {
+            let mut incr = redis::cmd("INCR");
+            incr.arg(&keys.gen);
+            Answer::Generation(bounded(timeout, incr.query_async(conn)).await?)
+        }
+        Command::Publish { line, expire_ms } => {
+            let mut call = scripts.publish.key(&keys.event);
+            call.key(&keys.votes)
+                .arg(&keys.channel)
+                .arg(line)
+                .arg(expire_ms.unwrap_or(0))
+                .arg(if sharded { "SPUBLISH" } else { "PUBLISH" });
+            let _: i64 = bounded(timeout, call.invoke_async(conn)).await?;
+            Answer::Published
+        }
+        Command::TakeLease { holder, ms } => {
+            let mut call = scripts.take.key(&keys.lease);
+            call.arg(holder).arg(ms.max(1));
+            let (held, ttl_ms): (i64, i64) = bounded(timeout, call.invoke_async(conn)).await?;
+            Answer::Lease {
+                held: held == 1,
+                ttl_ms,
+            }
+        }
+        Command::RenewLease { holder, ms } => {
+            let mut call = scripts.renew.key(&keys.lease);
+            call.arg(holder).arg(ms.max(1));
+            let renewed: i64 = bounded(timeout, call.invoke_async(conn)).await?;
+            Answer::Renewed(renewed == 1)
+        }
+        Command::ReleaseLease { holder } => {
+            let mut call = scripts.release.key(&keys.lease);
+            call.arg(holder);
+            let _: i64 = bounded(timeout, call.invoke_async(conn)).await?;
+            Answer::Released
+        }
+        Command::Repair { floor } => {
+            let mut call = scripts.repair.key(&keys.gen);
+            call.arg(floor);
+            let _: Value = bounded(timeout, call.invoke_async(conn)).await?;
+            Answer::Repaired
+        }
+    };
+    Ok(answer)
+}
+
+/// The vote script's reply: the store's time, then entry, time pairs. Anything else in it
+/// is not a vote (the protocol counts the entries it cannot read).
+fn voted(reply: &[Vec<u8>]) -> Answer {
+    let number = |bytes: &[u8]| -> Option<u64> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        text.parse::<u64>()
+            .ok()
+            .or_else(|| text.parse::<f64>().ok().map(|f| f as u64))
+    };
+    let Some(now_ms) = reply.first().and_then(|t| number(t)) else {
+        return Answer::Refused;
+    };
+    let votes = reply
+        .get(1..)
+        .unwrap_or_default()
+        .chunks_exact(2)
+        .filter_map(|pair| match pair {
+            [entry, at] => Some((entry.clone(), number(at)?)),
+            _ => None,
+        })
+        .collect();
+    Answer::Voted { now_ms, votes }
+}
+
+/// `future` within `timeout`; a late answer is the store being down.
+pub(crate) async fn bounded<T>(
     timeout: Duration,
     future: impl Future<Output = Result<T, RedisError>>,
 ) -> StoreResult<T> {
     match tokio::time::timeout(timeout, future).await {
         Ok(result) => Ok(result?),
-        Err(_) => Err(StoreError::Timeout),
+        Err(_) => Err(StoreError::Down(
+            "the store did not answer within store-timeout".into(),
+        )),
     }
 }

@@ -1,107 +1,20 @@
 //! Fleet mode on a real redis-server (started here, on a free port of 127.0.0.1): every
-//! numbered rule of FLEET.md, with native and wasmtime breakers as members.
-//!
-//! Breaker time is each member's own `FakeClock`, moved by hand; what Redis does is
-//! awaited by polling a condition against a deadline, never by sleeping for breaker time.
+//! numbered rule of FLEET.md, with native and wasmtime breakers as members, each member
+//! its own `Store` as separate processes would be.
+
+mod common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::*;
 use redis::AsyncCommands;
 use tripgate::{Breaker, Config, FakeClock, Outcome, Reason, RejectReason, State, SECOND};
-use tripgate_redis::server::RedisServer;
-use tripgate_redis::{join, wire, Fleet, JoinError, Options};
+use tripgate_redis::wire::{self, Ignored};
+use tripgate_redis::{Error, Options, SharedKey, Store};
 
-type Native = Arc<Breaker<Arc<FakeClock>>>;
-
-const KEY: &str = "a shared key of 32 bytes, really";
-const COOLDOWN: u64 = 10 * SECOND;
-
-fn config(quorum: u8) -> Config {
-    Config {
-        failure_threshold: 3,
-        min_calls: 3,
-        cooldown: COOLDOWN,
-        // Long, because the lease's PX runs on the store's real clock.
-        probe_timeout: 30 * SECOND,
-        half_open_max_probes: 1,
-        half_open_required_successes: 1,
-        backoff_factor: 2.0,
-        fleet_quorum: Some(quorum),
-        ..Config::default()
-    }
-}
-
-fn server(extra: &[&str]) -> RedisServer {
-    RedisServer::start(extra).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn options(url: &str, name: &str) -> Options {
-    Options::new(url, name)
-        .key(KEY)
-        .reconcile_interval(Duration::from_millis(100))
-        .store_timeout(Duration::from_millis(200))
-        .max_backoff(Duration::from_millis(50))
-}
-
-struct Member {
-    clock: Arc<FakeClock>,
-    breaker: Native,
-    fleet: Fleet,
-}
-
-fn member(url: &str, name: &str, quorum: u8) -> Member {
-    let clock = Arc::new(FakeClock::new(SECOND));
-    let breaker = Arc::new(Breaker::with_clock(config(quorum), Arc::clone(&clock)).unwrap());
-    let fleet = join(Arc::clone(&breaker), options(url, name)).unwrap();
-    Member {
-        clock,
-        breaker,
-        fleet,
-    }
-}
-
-/// Polls `cond` every millisecond until it holds, failing after 5 s with `what`.
-async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-}
-
-/// Three connected members of fleet `name`.
-async fn trio(url: &str, name: &str, quorum: u8) -> (Member, Member, Member) {
-    let trio = (
-        member(url, name, quorum),
-        member(url, name, quorum),
-        member(url, name, quorum),
-    );
-    connected(&[&trio.0, &trio.1, &trio.2]).await;
-    trio
-}
-
-async fn connected(members: &[&Member]) {
-    for m in members {
-        eventually("member connected", || m.fleet.status().connected).await;
-    }
-}
-
-fn fail(m: &Member, times: u32) {
-    for _ in 0..times {
-        if let Ok(permit) = m.breaker.acquire() {
-            permit.record(Outcome::Failure);
-        }
-    }
-}
-
-fn last_reason(b: &Native) -> Option<Reason> {
-    b.metrics().last_transition.map(|t| t.reason)
-}
-
-async fn redis_conn(url: &str) -> redis::aio::MultiplexedConnection {
-    let client = redis::Client::open(url).unwrap();
-    client.get_multiplexed_async_connection().await.unwrap()
+fn signed(name: &str, message: &wire::Message, key: &str) -> String {
+    wire::encode(name, message, Some(&SharedKey::new(key)))
 }
 
 /// Rule 2: one trip opens the fleet, with the same remaining cooldown.
@@ -178,36 +91,6 @@ async fn one_probe_round_fleet_wide() {
     }
 }
 
-/// A probe round whose probe succeeds; returns its holder once every member is closed.
-async fn graduate(members: &[Member]) -> usize {
-    let holder = probe_round(members).await;
-    let probe = members[holder].breaker.acquire().unwrap();
-    probe.record(Outcome::Success);
-    for m in members {
-        eventually("closed", || m.breaker.state() == State::Closed).await;
-    }
-    holder
-}
-
-/// Moves every member past its cooldown and waits for one to hold the lease; the others
-/// turn callers away as probing-elsewhere. Returns the holder.
-async fn probe_round(members: &[Member]) -> usize {
-    for m in members {
-        m.clock.advance(m.breaker.metrics().cooldown_remaining);
-    }
-    let held = |m: &Member| m.breaker.fleet_status().lease_held;
-    eventually("a lease holder", || members.iter().any(held)).await;
-    let holders: Vec<usize> = (0..members.len()).filter(|&i| held(&members[i])).collect();
-    assert_eq!(holders.len(), 1, "one lease fleet-wide");
-    for (i, m) in members.iter().enumerate() {
-        if i != holders[0] {
-            let rejection = m.breaker.acquire().unwrap_err();
-            assert_eq!(rejection.reason, RejectReason::ProbingElsewhere);
-        }
-    }
-    holders[0]
-}
-
 /// Rule 4: close the fleet, replay its old open and an older
 /// generation, and see both counted stale and nothing re-opened.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,7 +106,7 @@ async fn a_late_open_never_reopens_a_closed_fleet() {
     }
     let opened: String = conn.get("tripgate:{t4b}:event").await.unwrap();
     graduate(&members).await;
-    let stale_before = members[1].fleet.status().ignored.stale;
+    let stale_before = members[1].fleet.status().ignored(Ignored::Stale);
     // The very message that opened the fleet, replayed.
     let _: () = conn
         .publish("tripgate:{t4b}:events", &opened)
@@ -236,11 +119,11 @@ async fn a_late_open_never_reopens_a_closed_fleet() {
         remaining_ms: 9_000,
         origin: 0xdead_beef,
     };
-    let text = wire::encode("t4b", &old, Some(KEY.as_bytes()));
+    let text = signed("t4b", &old, KEY);
     let _: () = conn.publish("tripgate:{t4b}:events", &text).await.unwrap();
     for m in &members {
         eventually("both counted stale", || {
-            m.fleet.status().ignored.stale >= stale_before + 2
+            m.fleet.status().ignored(Ignored::Stale) >= stale_before + 2
         })
         .await;
         assert_eq!(m.breaker.state(), State::Closed);
@@ -282,6 +165,8 @@ async fn quorum_of_two_keeps_one_broken_path_local() {
     }
     // A's own probe round fails: a fresh vote, not a fleet open.
     a.clock.advance(COOLDOWN);
+    let asked = a.breaker.acquire().unwrap_err();
+    assert_eq!(asked.reason, RejectReason::ProbingElsewhere);
     eventually("A holds the lease", || a.breaker.fleet_status().lease_held).await;
     let probe = a.breaker.acquire().unwrap();
     assert!(probe.is_probe());
@@ -432,7 +317,7 @@ async fn lost_messages_are_reconciled_from_keys() {
         remaining_ms: 20_000,
         origin: 0x1234,
     };
-    let text = wire::encode("t7c", &open, Some(KEY.as_bytes()));
+    let text = signed("t7c", &open, KEY);
     // Stored with 6 s left although the message says 20: the store's clock counts.
     let _: () = conn
         .pset_ex("tripgate:{t7c}:event", &text, 6_000)
@@ -442,7 +327,7 @@ async fn lost_messages_are_reconciled_from_keys() {
     let left = a.breaker.metrics().cooldown_remaining;
     assert!(left <= 6 * SECOND && left > 4 * SECOND, "{left} ns");
     assert_eq!(
-        a.fleet.status().ignored.stale,
+        a.fleet.status().ignored(Ignored::Stale),
         0,
         "re-reads are not counted"
     );
@@ -473,15 +358,22 @@ async fn bad_messages_are_ignored_and_counted() {
     for g in garbage {
         let _: () = conn.publish(channel, g).await.unwrap();
     }
-    let other = wire::encode("elsewhere", &open(5), Some(KEY.as_bytes()));
+    let other = signed("elsewhere", &open(5), KEY);
     let unsigned = wire::encode("t8", &open(6), None);
-    let forged = wire::encode("t8", &open(7), Some(b"not the fleet's key at all"));
+    let forged = signed("t8", &open(7), "not the fleet's key at all");
     for text in [&other, &unsigned, &forged] {
         let _: () = conn.publish(channel, text).await.unwrap();
     }
     eventually("all counted", || {
-        let i = a.fleet.status().ignored;
-        (i.garbage, i.other_fleet, i.unsigned, i.forged) == (4, 1, 1, 1)
+        let s = a.fleet.status();
+        let counts = [
+            Ignored::Garbage,
+            Ignored::OtherFleet,
+            Ignored::Unsigned,
+            Ignored::Forged,
+        ]
+        .map(|why| s.ignored(why));
+        counts == [4, 1, 1, 1]
     })
     .await;
     assert_eq!(a.breaker.state(), State::Closed);
@@ -489,14 +381,14 @@ async fn bad_messages_are_ignored_and_counted() {
     // The same forged value in the keys is ignored too, and counted once.
     let _: () = conn.set("tripgate:{t8}:event", &forged).await.unwrap();
     eventually("forged key counted", || {
-        a.fleet.status().ignored.forged == 2
+        a.fleet.status().ignored(Ignored::Forged) == 2
     })
     .await;
     let reconciles_later = Instant::now() + Duration::from_millis(350);
     while Instant::now() < reconciles_later {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(a.fleet.status().ignored.forged, 2);
+    assert_eq!(a.fleet.status().ignored(Ignored::Forged), 2);
     assert_eq!(a.breaker.state(), State::Closed);
 }
 
@@ -541,7 +433,10 @@ async fn native_and_wasmtime_members_share_a_fleet() {
         .unwrap()
         .with_clock(clock.clone());
     let wasm = runtime.breaker(&config(1)).unwrap();
-    let wasm_fleet = join(wasm.clone(), options(&url, "mixed")).unwrap();
+    let wasm_fleet = Store::connect(options(&url))
+        .unwrap()
+        .join("mixed", wasm.clone())
+        .unwrap();
     let native = member(&url, "mixed", 1);
     eventually("wasm connected", || wasm_fleet.status().connected).await;
     connected(&[&native]).await;
@@ -556,6 +451,9 @@ async fn native_and_wasmtime_members_share_a_fleet() {
     // The native member trips next time; the component follows.
     clock.advance(COOLDOWN);
     native.clock.advance(COOLDOWN);
+    // Each has a caller, turned away for the want of the lease: both ask.
+    assert!(native.breaker.acquire().is_err());
+    assert!(wasm.acquire().unwrap().decision.is_err());
     let held =
         || native.breaker.fleet_status().lease_held || wasm.fleet_status().unwrap().lease_held;
     eventually("a lease", held).await;
@@ -571,23 +469,39 @@ async fn native_and_wasmtime_members_share_a_fleet() {
     .await;
 }
 
-/// Joining checks its inputs first and names what is wrong.
+/// Joining checks its inputs first and names what is wrong; a breaker joins once, and a
+/// process has one member per fleet.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn join_refuses_what_cannot_work() {
+    let store = Store::connect(Options::new("redis://127.0.0.1:1")).unwrap();
     let plain = Arc::new(Breaker::new(Config::default()).unwrap());
-    let e = join(Arc::clone(&plain), Options::new("redis://127.0.0.1:1", "x")).unwrap_err();
-    assert!(matches!(e, JoinError::NotInFleet), "{e}");
+    let e = store.join("x", Arc::clone(&plain)).unwrap_err();
+    assert!(matches!(e, Error::NotInFleet), "{e}");
     let fleet = Arc::new(Breaker::new(config(1)).unwrap());
-    let e = join(
-        Arc::clone(&fleet),
-        Options::new("redis://127.0.0.1:1", "a b"),
-    )
-    .unwrap_err();
+    let e = store.join("a b", Arc::clone(&fleet)).unwrap_err();
     assert!(e.to_string().starts_with("name "), "{e}");
-    let e = join(Arc::clone(&fleet), Options::new("memcached://x", "ok")).unwrap_err();
+    let e = Store::connect(Options::new("memcached://x")).unwrap_err();
     assert!(e.to_string().starts_with("url "), "{e}");
+    let e = Store::connect(Options::new("redis://127.0.0.1:1/1")).unwrap_err();
+    assert!(e.to_string().contains("database 0 only"), "{e}");
+
+    let member = store.join("ok", Arc::clone(&fleet)).unwrap();
+    let e = store.join("other", Arc::clone(&fleet)).unwrap_err();
+    assert!(matches!(e, Error::AlreadyMember), "{e}");
+    let elsewhere = Store::connect(Options::new("redis://127.0.0.1:2")).unwrap();
+    let e = elsewhere.join("ok", Arc::clone(&fleet)).unwrap_err();
+    assert!(matches!(e, Error::AlreadyMember), "{e}");
+    let second = Arc::new(Breaker::new(config(1)).unwrap());
+    let e = store.join("ok", Arc::clone(&second)).unwrap_err();
+    assert!(matches!(e, Error::FleetTaken(_)), "{e}");
+    // Left, the breaker may join again, and the fleet has room for another member.
+    drop(member);
+    let again = store.join("ok", Arc::clone(&second)).unwrap();
+    let _elsewhere = elsewhere.join("ok", Arc::clone(&fleet)).unwrap();
+    drop(again);
+
     let outside = std::thread::spawn(move || {
-        join(fleet, Options::new("redis://127.0.0.1:1", "ok"))
+        Store::connect(Options::new("redis://127.0.0.1:1"))
             .map(|_| ())
             .unwrap_err()
             .to_string()

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tripgate::{Breaker, Config, FakeClock, Outcome, State, SECOND};
 use tripgate_redis::server::RedisServer;
-use tripgate_redis::{join, Options};
+use tripgate_redis::{Options, Store};
 
 fn openssl(dir: &Path, args: &[&str]) {
     let ok = Command::new("openssl")
@@ -90,10 +90,13 @@ fn member(url: &str, ca: &[u8]) -> (Arc<Breaker<Arc<FakeClock>>>, tripgate_redis
         ..Config::default()
     };
     let breaker = Arc::new(Breaker::with_clock(config, Arc::new(FakeClock::new(SECOND))).unwrap());
-    let options = Options::new(url, "tls")
+    let options = Options::new(url)
         .key("a shared key of 32 bytes, really")
         .tls_root_cert(ca);
-    let fleet = join(Arc::clone(&breaker), options).unwrap();
+    let fleet = Store::connect(options)
+        .unwrap()
+        .join("tls", Arc::clone(&breaker))
+        .unwrap();
     (breaker, fleet)
 }
 
@@ -134,7 +137,10 @@ async fn members_follow_the_fleet_over_tls() {
             ..Config::default()
         };
         let breaker = Arc::new(Breaker::new(config).unwrap());
-        let fleet = join(Arc::clone(&breaker), Options::new(url.as_str(), "tls")).unwrap();
+        let fleet = Store::connect(Options::new(url.as_str()))
+            .unwrap()
+            .join("tls", Arc::clone(&breaker))
+            .unwrap();
         (breaker, fleet)
     };
     let later = Instant::now() + Duration::from_millis(300);

@@ -33,7 +33,7 @@
 //! With the feature `alloc`, the rest of fleet mode that every adapter shares:
 //! [`protocol`] (the member protocol: a state machine with no I/O that adapters run),
 //! [`wire`] (the keys, the message line, the signed vote) and [`options`] (the bounds of
-//! the timings, the reconnect backoff).
+//! the timings, the reconnect backoff). Always: [`scripts`], the store's side.
 
 use crate::config::MAX_QUORUM;
 
@@ -41,6 +41,7 @@ use crate::config::MAX_QUORUM;
 pub mod options;
 #[cfg(feature = "alloc")]
 pub mod protocol;
+pub mod scripts;
 #[cfg(feature = "alloc")]
 pub mod wire;
 use crate::state::State;

@@ -325,6 +325,12 @@ impl Protocol {
         matches!(self.lease, Lease::Held { .. })
     }
 
+    /// Whether the breaker asked for the probe lease, when last looked at (an adapter that
+    /// wakes on the breaker's asks need not be woken again while it does).
+    pub fn wants_lease(&self) -> bool {
+        self.wants_lease
+    }
+
     /// What the member has counted.
     pub fn counts(&self) -> &Counts {
         &self.counts

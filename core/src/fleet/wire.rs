@@ -19,6 +19,11 @@ pub const MAX_LINE: usize = 512;
 /// numbers included) reads it exactly.
 pub const MAX_NUMBER: u64 = (1 << 53) - 1;
 
+/// The most trip votes the store keeps (the newest): a quorum is at most
+/// [`MAX_QUORUM`](crate::MAX_QUORUM) members, so a set filled by a broken or hostile
+/// writer still answers a vote with a bounded reply.
+pub const MAX_VOTES: usize = 4 * crate::config::MAX_QUORUM as usize;
+
 /// Computes the HMAC-SHA256 of a message body with the fleet's shared key: the adapter's
 /// crypto, so that the core needs none.
 pub trait Signer {

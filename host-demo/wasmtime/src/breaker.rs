@@ -89,10 +89,11 @@ impl BreakerShared {
                 let transitioned = admitted.notes.contains(wit::AdmissionNotes::TRANSITIONED);
                 (Ok((admitted, era)), transitioned)
             }
-            Ok(wit::KeyedAdmission::Rejected(rejected)) => (
-                Err(core_rejection(&rejected.rejection)),
-                rejected.transitioned,
-            ),
+            Ok(wit::KeyedAdmission::Rejected(rejected)) => {
+                let rejection = core_rejection(&rejected.rejection);
+                self.listener.turned_away(rejection.reason);
+                (Err(rejection), rejected.transitioned)
+            }
             Ok(wit::KeyedAdmission::UnknownKey) => return Err(unknown_key(key)),
             Err(trap) => return Err(self.instance.trapped(&mut guest, trap)),
         };
@@ -104,7 +105,13 @@ impl BreakerShared {
     /// transitions it caused. A ticket of another era (issued before the instance was
     /// replaced) is recorded as one that names nothing, so it counts as stale.
     #[inline]
-    fn judge(&self, ticket: u64, era: Option<u64>, outcome: Outcome) -> Result<Recorded> {
+    fn judge(
+        &self,
+        ticket: u64,
+        era: Option<u64>,
+        probe: bool,
+        outcome: Outcome,
+    ) -> Result<Recorded> {
         let now = self.now();
         let mut guest = self.instance.lock();
         let key = guest.seat(self.seat)?.key;
@@ -125,6 +132,9 @@ impl BreakerShared {
         let transitions = self.after(&mut guest, now, transitioned)?;
         drop(guest);
         self.notify(&transitions);
+        if probe {
+            self.listener.probe_recorded();
+        }
         Ok(Recorded {
             class: core_case(Class::from_code, judged.class as u8),
             slow: judged.notes.contains(wit::OutcomeNotes::SLOW),
@@ -347,7 +357,8 @@ impl Breaker {
     /// Records a raw permit's outcome. An invalid outcome is a [`RecordError`] and the
     /// raw permit stays out.
     pub fn record_raw(&self, permit: RawPermit, outcome: impl Into<Outcome>) -> Result<Recorded> {
-        self.shared.judge(permit.ticket, permit.era, outcome.into())
+        self.shared
+            .judge(permit.ticket, permit.era, permit.probe, outcome.into())
     }
 
     /// How many times the transition listener panicked (each panic was caught).
@@ -543,7 +554,9 @@ impl Permit {
         let Some(ticket) = self.ticket else {
             return Err(anyhow!("permit already recorded"));
         };
-        let recorded = self.breaker.judge(ticket, Some(self.era), outcome.into());
+        let recorded = self
+            .breaker
+            .judge(ticket, Some(self.era), self.probe, outcome.into());
         if recorded.is_ok() {
             self.ticket = None;
         }
@@ -558,7 +571,7 @@ impl Drop for Permit {
         if let Some(ticket) = self.ticket.take() {
             let _ = self
                 .breaker
-                .judge(ticket, Some(self.era), Outcome::Cancelled);
+                .judge(ticket, Some(self.era), self.probe, Outcome::Cancelled);
         }
     }
 }

@@ -1,12 +1,13 @@
 //! The component's breaker as the shared host machinery sees it: a [`HostBreaker`] (for
 //! the guarded call, the registry and the exporters) and a fleet [`Member`].
 
+use std::sync::Arc;
+
 use tripgate_core::exposition::Reading;
-use tripgate_core::{
-    Announcement, Class, Config, FleetApplied, FleetEvent, FleetStatus, Nanos, Rejection,
-};
-use tripgate_host::fleet::{Member, MemberError, View};
-use tripgate_host::{HostBreaker, ListenerSlot, MakeBreaker};
+use tripgate_core::fleet::protocol::View;
+use tripgate_core::{Announcement, Class, Config, FleetApplied, FleetEvent, Nanos, Rejection};
+use tripgate_host::fleet::{Member, MemberError};
+use tripgate_host::{AlreadyWatched, HostBreaker, ListenerSlot, MakeBreaker, Watcher};
 
 use crate::{Breaker, Permit, Runtime};
 
@@ -45,6 +46,19 @@ impl MakeBreaker for Breaker {
 }
 
 impl Member for Breaker {
+    fn view(&self) -> Result<View, MemberError> {
+        let Reading { metrics, fleet } = self.reading()?;
+        Ok(View {
+            state: metrics.state,
+            status: fleet,
+            probes_out: metrics.probes_out,
+            cooldown_remaining: metrics.cooldown_remaining,
+            admitted: metrics.admitted_total,
+        })
+    }
+    fn take_announcement(&self) -> Result<Option<Announcement>, MemberError> {
+        Ok(self.fleet_take_announcement()?)
+    }
     fn apply(&self, event: FleetEvent) -> Result<FleetApplied, MemberError> {
         Ok(self.fleet_apply(event)?.0)
     }
@@ -54,24 +68,16 @@ impl Member for Breaker {
     fn store(&self, reachable: bool, lease: Option<u64>) -> Result<(), MemberError> {
         Ok(self.fleet_store(reachable, lease)?)
     }
-    fn take_announcement(&self) -> Result<Option<Announcement>, MemberError> {
-        Ok(self.fleet_take_announcement()?)
-    }
-    fn status(&self) -> Result<FleetStatus, MemberError> {
-        Ok(self.fleet_status()?)
-    }
-    fn view(&self) -> Result<View, MemberError> {
-        let m = self.metrics()?;
-        Ok(View {
-            state: m.state,
-            cooldown_remaining: m.cooldown_remaining,
-            probes_out: m.probes_out,
-        })
-    }
     fn cooldown(&self) -> u64 {
         Breaker::cooldown(self)
     }
     fn probe_timeout(&self) -> u64 {
         Breaker::probe_timeout(self)
+    }
+    fn watch(&self, watcher: Arc<Watcher>) -> Result<(), AlreadyWatched> {
+        self.shared.listener.watch(watcher)
+    }
+    fn unwatch(&self) {
+        self.shared.listener.unwatch();
     }
 }

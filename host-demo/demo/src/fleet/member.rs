@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use tripgate_redis::{join, Options};
+use tripgate_redis::{Options, Store};
 use tripgate_wasmtime::{Breaker, Config, Outcome, Runtime, MILLISECOND};
 
 use super::unix_us;
@@ -117,8 +117,10 @@ pub fn run(args: &[String]) -> Result<()> {
     let degraded = Arc::new(AtomicBool::new(false));
     let fleet = match &a.redis {
         Some(url) => {
-            let options = Options::new(url.as_str(), a.name.as_str()).key(a.key.as_bytes());
-            let fleet = runtime.block_on(async { join(breaker.clone(), options) })?;
+            let options = Options::new(url.as_str()).key(a.key.as_bytes());
+            let fleet = runtime.block_on(async {
+                Store::connect(options)?.join(a.name.as_str(), breaker.clone())
+            })?;
             Some(fleet)
         }
         None => None,

@@ -1,0 +1,25 @@
+//! The store's side of the member protocol: one Lua script per [`Command`] that needs
+//! more than one Redis command, run with `EVALSHA` by every adapter, so that the store
+//! does the same for a Rust and a Node member. Each file says its keys, arguments and
+//! reply; each treats a key of the wrong type, or holding garbage, as absent or repairs
+//! it, so that what is stored can never stop a member (see `FLEET.md`).
+//!
+//! [`Command`]: super::protocol::Command
+
+/// `Command::Read`: KEYS event, gen; ARGV [`MAX_LINE`](super::wire::MAX_LINE) →
+/// {event, PTTL event, gen}.
+pub const READ: &str = include_str!("lua/read.lua");
+/// `Command::Vote`: KEYS votes; ARGV entry, window ms, [`MAX_VOTES`](super::wire::MAX_VOTES),
+/// [`MAX_LINE`](super::wire::MAX_LINE) → {now ms, entry, ms, …}.
+pub const VOTE: &str = include_str!("lua/vote.lua");
+/// `Command::TakeLease`: KEYS lease; ARGV holder, ms → {held 0/1, ms}.
+pub const TAKE: &str = include_str!("lua/take.lua");
+/// `Command::RenewLease`: KEYS lease; ARGV holder, ms → 0/1.
+pub const RENEW: &str = include_str!("lua/renew.lua");
+/// `Command::ReleaseLease`: KEYS lease; ARGV holder → 0/1.
+pub const RELEASE: &str = include_str!("lua/release.lua");
+/// `Command::Repair`: KEYS gen; ARGV floor → the generation held.
+pub const REPAIR: &str = include_str!("lua/repair.lua");
+/// `Command::Publish`: KEYS event, votes; ARGV channel, line, ttl ms (0: none),
+/// `PUBLISH` or `SPUBLISH` → receivers.
+pub const PUBLISH: &str = include_str!("lua/publish.lua");
