@@ -76,7 +76,9 @@ pub fn command_json(command: &Command) -> Value {
         Command::RenewLease { holder, ms } => {
             json!({"renew-lease": {"holder": holder, "ms": ms}})
         }
-        Command::ReleaseLease { holder } => json!({"release-lease": {"holder": holder}}),
+        Command::ReleaseLease { holder, notice } => {
+            json!({"release-lease": {"holder": holder, "notice": notice}})
+        }
         Command::Repair { floor } => json!({"repair": {"floor": floor}}),
     }
 }

@@ -19,7 +19,7 @@ use redis::{PushInfo, PushKind, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio::sync::Notify;
 use tripgate_core::fleet::options::Backoff;
-use tripgate_core::fleet::protocol::{Command, Input, Protocol, Reply};
+use tripgate_core::fleet::protocol::{Input, Protocol, Reply};
 use tripgate_core::fleet::wire::{Keys, Signer};
 use tripgate_core::Nanos;
 use tripgate_host::fleet::{Member, MemberLink};
@@ -313,7 +313,7 @@ impl Driver {
                 }
             }
             Request::Leave(slot) => {
-                let Some(entry) = self.members.remove(&slot) else {
+                let Some(mut entry) = self.members.remove(&slot) else {
                     return;
                 };
                 self.channels.remove(&entry.keys.channel);
@@ -324,9 +324,9 @@ impl Driver {
                         Arc::clone(&entry.keys),
                         self.config.store_timeout,
                     );
-                    let release = entry.protocol.lease_held().then(|| Command::ReleaseLease {
-                        holder: tripgate_core::fleet::wire::member_hex(self.config.member_id),
-                    });
+                    let signer = self.config.signer.as_ref().map(|s| s as &dyn Signer);
+                    let member = Arc::clone(&entry.member);
+                    let release = entry.protocol.leave(&mut MemberLink::new(&*member), signer);
                     self.io.push(Box::pin(async move {
                         let _ = connection.unsubscribe(&keys.channel, timeout).await;
                         if let Some(release) = release {
@@ -523,7 +523,7 @@ impl Driver {
             }
         }
         *entry.state.lock().unwrap_or_else(PoisonError::into_inner) = MemberState {
-            connected: entry.protocol.up(),
+            connected: entry.protocol.synced(),
             lease_held: entry.protocol.lease_held(),
             counts: *entry.protocol.counts(),
         };

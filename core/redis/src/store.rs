@@ -333,9 +333,12 @@ async fn run<C: ConnectionLike + Send>(
             let renewed: i64 = bounded(timeout, call.invoke_async(conn)).await?;
             Answer::Renewed(renewed == 1)
         }
-        Command::ReleaseLease { holder } => {
+        Command::ReleaseLease { holder, notice } => {
             let mut call = scripts.release.key(&keys.lease);
-            call.arg(holder);
+            call.arg(holder)
+                .arg(&keys.channel)
+                .arg(notice)
+                .arg(if sharded { "SPUBLISH" } else { "PUBLISH" });
             let _: i64 = bounded(timeout, call.invoke_async(conn)).await?;
             Answer::Released
         }

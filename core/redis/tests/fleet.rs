@@ -247,7 +247,11 @@ async fn redis_killed_then_back_empty() {
     // under a generation above what the fleet had seen, and B opens.
     redis.restart().unwrap();
     for m in [&a, &b] {
-        eventually("reconnected", || m.fleet.status().connects >= 2).await;
+        eventually("reconnected and read back", || {
+            let status = m.fleet.status();
+            status.connects >= 2 && status.connected
+        })
+        .await;
         assert!(!m.fleet.status().degraded);
     }
     eventually("B opened after resync", || b.breaker.state() == State::Open).await;

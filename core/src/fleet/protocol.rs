@@ -23,7 +23,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::wire::{self, Ignored, Keys, Message, Signer};
+use super::wire::{self, Ignored, Keys, Line, Message, Signer};
 use super::{
     Announcement, AnnouncementKind, FleetApplied, FleetEvent, FleetEventKind, FleetStatus,
 };
@@ -113,10 +113,13 @@ pub enum Command {
         /// The lease's length.
         ms: u64,
     },
-    /// Run `release.lua`: give this member's lease back.
+    /// Run `release.lua`: give this member's lease back, and if it was still this
+    /// member's, publish `notice` on the channel (waiting members ask at once).
     ReleaseLease {
         /// The holder's id.
         holder: String,
+        /// The lease-free notice ([`wire::encode_free`]).
+        notice: String,
     },
     /// Run `repair.lua`: set the generation counter to at least `floor`, replacing what
     /// holds no generation.
@@ -320,6 +323,12 @@ impl Protocol {
         self.up
     }
 
+    /// Whether the store answers and the member has read its fleet's state back since it
+    /// came up: the breaker follows the fleet.
+    pub fn synced(&self) -> bool {
+        self.up && self.reconciled
+    }
+
     /// Whether this member holds the store's probe lease.
     pub fn lease_held(&self) -> bool {
         matches!(self.lease, Lease::Held { .. })
@@ -379,8 +388,14 @@ impl Protocol {
             Input::Changed | Input::Tick => {}
             Input::Message(line) => {
                 self.counts.received = self.counts.received.saturating_add(1);
-                match wire::decode(line, &self.settings.name, signer) {
-                    Ok(message) => self.apply(link, &message, message.remaining()),
+                match wire::decode_line(line, &self.settings.name, signer) {
+                    Ok(Line::Event(message)) => self.apply(link, &message, message.remaining()),
+                    Ok(Line::LeaseFree { origin }) => {
+                        // Waiting for the holder's lease to run out: ask at once instead.
+                        if origin != self.settings.member && self.lease == Lease::Free {
+                            self.lease_retry_at = self.lease_retry_at.min(now);
+                        }
+                    }
                     Err(why) => self.counts.ignore(why),
                 }
             }
@@ -734,7 +749,8 @@ impl Protocol {
                     if !over {
                         link.store(true, None);
                     }
-                    return self.ask(Command::ReleaseLease { holder }, Awaiting::Release);
+                    let notice = self.notice(view.status.generation, signer);
+                    return self.ask(Command::ReleaseLease { holder, notice }, Awaiting::Release);
                 }
                 if now >= renew_at {
                     let ms = self.settings.probe_timeout.div_ceil(MILLISECOND).max(1);
@@ -754,6 +770,31 @@ impl Protocol {
                 }
             }
         }
+    }
+}
+
+impl Protocol {
+    /// The command that gives the lease back when the member leaves its fleet, if it
+    /// holds it (the adapter sends it on its way out; nobody waits for the answer).
+    pub fn leave(&mut self, link: &mut impl Link, signer: Option<&dyn Signer>) -> Option<Command> {
+        if !self.lease_held() {
+            return None;
+        }
+        self.lease = Lease::Free;
+        let notice = self.notice(link.view().status.generation, signer);
+        Some(Command::ReleaseLease {
+            holder: self.holder.clone(),
+            notice,
+        })
+    }
+
+    fn notice(&self, generation: u64, signer: Option<&dyn Signer>) -> String {
+        wire::encode_free(
+            &self.settings.name,
+            generation,
+            self.settings.member,
+            signer,
+        )
     }
 }
 

@@ -16,7 +16,8 @@ pub const VOTE: &str = include_str!("lua/vote.lua");
 pub const TAKE: &str = include_str!("lua/take.lua");
 /// `Command::RenewLease`: KEYS lease; ARGV holder, ms → 0/1.
 pub const RENEW: &str = include_str!("lua/renew.lua");
-/// `Command::ReleaseLease`: KEYS lease; ARGV holder → 0/1.
+/// `Command::ReleaseLease`: KEYS lease; ARGV holder, channel, notice, `PUBLISH` or
+/// `SPUBLISH` → 0/1.
 pub const RELEASE: &str = include_str!("lua/release.lua");
 /// `Command::Repair`: KEYS gen; ARGV floor → the generation held.
 pub const REPAIR: &str = include_str!("lua/repair.lua");

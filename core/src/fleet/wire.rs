@@ -171,9 +171,47 @@ pub fn encode(name: &str, m: &Message, signer: Option<&dyn Signer>) -> String {
     signed(body, signer)
 }
 
-/// Reads a message meant for fleet `name`, checking its mac with `signer` when there is
-/// one. Nothing here panics on any input, and nothing longer than [`MAX_LINE`] is split.
+/// A line of the fleet's channel: an event, or a holder's notice that it gave the probe
+/// lease back (so that a member waiting for it asks at once, not when the holder's lease
+/// would have run out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Line {
+    /// An open or a close.
+    Event(Message),
+    /// `tripgate1 <fleet> <generation> free 0 <origin> <mac>`: the lease is free. A hint,
+    /// not an event: it changes no breaker, and its generation is only the sender's.
+    LeaseFree {
+        /// The member that gave the lease back.
+        origin: u64,
+    },
+}
+
+/// Encodes a lease-free notice from member `origin`, at its `generation`.
+pub fn encode_free(
+    name: &str,
+    generation: u64,
+    origin: u64,
+    signer: Option<&dyn Signer>,
+) -> String {
+    let body = format!(
+        "{VERSION} {name} {generation} free 0 {}",
+        member_hex(origin)
+    );
+    signed(body, signer)
+}
+
+/// Reads an event meant for fleet `name` (a lease-free notice is not one: what is stored
+/// is only ever an event). See [`decode_line`].
 pub fn decode(text: &[u8], name: &str, signer: Option<&dyn Signer>) -> Result<Message, Ignored> {
+    match decode_line(text, name, signer)? {
+        Line::Event(message) => Ok(message),
+        Line::LeaseFree { .. } => Err(Ignored::Garbage),
+    }
+}
+
+/// Reads a line meant for fleet `name`, checking its mac with `signer` when there is one.
+/// Nothing here panics on any input, and nothing longer than [`MAX_LINE`] is split.
+pub fn decode_line(text: &[u8], name: &str, signer: Option<&dyn Signer>) -> Result<Line, Ignored> {
     if text.len() > MAX_LINE {
         return Err(Ignored::Garbage);
     }
@@ -192,8 +230,9 @@ pub fn decode(text: &[u8], name: &str, signer: Option<&dyn Signer>) -> Result<Me
         return Err(Ignored::Garbage);
     }
     let kind = match kind {
-        b"open" => FleetEventKind::Open,
-        b"close" => FleetEventKind::Close,
+        b"open" => Some(FleetEventKind::Open),
+        b"close" => Some(FleetEventKind::Close),
+        b"free" => None,
         _ => return Err(Ignored::Garbage),
     };
     let (Some(generation), Some(remaining_ms), Some(origin)) = (
@@ -204,9 +243,14 @@ pub fn decode(text: &[u8], name: &str, signer: Option<&dyn Signer>) -> Result<Me
         return Err(Ignored::Garbage);
     };
     let fleet = core::str::from_utf8(fleet).map_err(|_| Ignored::Garbage)?;
-    // An open for no time, or a close that carries time, is not a shape the format has.
-    let sensible = (kind == FleetEventKind::Open) == (remaining_ms > 0);
-    if !mac_shaped(mac) || !sensible || generation == 0 || !valid_name(fleet) {
+    // An open for no time, a close or notice that carries time, or an event of no
+    // generation is not a shape the format has.
+    let sensible = match kind {
+        Some(FleetEventKind::Open) => remaining_ms > 0 && generation > 0,
+        Some(FleetEventKind::Close) => remaining_ms == 0 && generation > 0,
+        None => remaining_ms == 0,
+    };
+    if !mac_shaped(mac) || !sensible || !valid_name(fleet) {
         return Err(Ignored::Garbage);
     }
     if fleet != name {
@@ -217,11 +261,14 @@ pub fn decode(text: &[u8], name: &str, signer: Option<&dyn Signer>) -> Result<Me
         .get(..text.len().saturating_sub(mac.len().saturating_add(1)))
         .unwrap_or_default();
     verify(body, mac, signer)?;
-    Ok(Message {
-        generation,
-        kind,
-        remaining_ms,
-        origin,
+    Ok(match kind {
+        Some(kind) => Line::Event(Message {
+            generation,
+            kind,
+            remaining_ms,
+            origin,
+        }),
+        None => Line::LeaseFree { origin },
     })
 }
 
