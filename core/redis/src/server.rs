@@ -1,5 +1,6 @@
 //! A real `redis-server` as a child process on 127.0.0.1 (feature `server`), for tests,
-//! benchmarks and demos: a free port, no persistence, stopped on drop.
+//! benchmarks and demos: a free port, no persistence, stopped on drop; and a Redis Cluster
+//! of such servers ([`RedisCluster`]), made with `redis-cli --cluster create`.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -13,6 +14,8 @@ const DEFAULT: &str = "/usr/bin/redis-server";
 /// A running `redis-server`, killed when dropped.
 #[derive(Debug)]
 pub struct RedisServer {
+    /// A cluster node's files (`nodes.conf`), removed when dropped.
+    dir: Option<PathBuf>,
     child: Option<Child>,
     port: u16,
     extra: Vec<String>,
@@ -40,6 +43,7 @@ impl RedisServer {
         let binary = find()?;
         let port = free_port()?;
         let mut server = Self {
+            dir: None,
             child: None,
             port,
             extra: extra.iter().map(|s| s.to_string()).collect(),
@@ -54,6 +58,7 @@ impl RedisServer {
     /// not asking clients for certificates: for `rediss://` URLs.
     pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Result<Self, ServerError> {
         let mut server = Self {
+            dir: None,
             child: None,
             port: 0,
             extra: Vec::new(),
@@ -162,7 +167,161 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.pause(false);
         self.kill();
+        if let Some(dir) = self.dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
+}
+
+/// A Redis Cluster of masters on 127.0.0.1 (no replicas), each a [`RedisServer`] with
+/// `--cluster-enabled yes`, joined by `redis-cli --cluster create`. A slot whose master is
+/// down is unavailable while the others keep serving (`cluster-require-full-coverage
+/// no`); a killed master restarted keeps its slots (its `nodes.conf` stays).
+#[derive(Debug)]
+pub struct RedisCluster {
+    /// The masters.
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Starts `masters` servers and makes them one cluster; waits until it serves every
+    /// slot.
+    pub fn start(masters: usize) -> Result<Self, ServerError> {
+        let mut nodes = Vec::with_capacity(masters);
+        for _ in 0..masters {
+            let port = free_port()?;
+            let dir = std::env::temp_dir()
+                .join(format!("tripgate-cluster-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| ServerError(format!("creating {}: {e}", dir.display())))?;
+            let mut node = RedisServer {
+                dir: Some(dir.clone()),
+                child: None,
+                port,
+                extra: [
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-node-timeout",
+                    "1000",
+                    "--cluster-require-full-coverage",
+                    "no",
+                    "--dir",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .chain([dir.display().to_string()])
+                .collect(),
+                binary: find()?,
+                tls: false,
+            };
+            node.restart()?;
+            nodes.push(node);
+        }
+        let addresses: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let cli = find_cli()?;
+        let created = Command::new(&cli)
+            .args(["--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .status()
+            .map_err(|e| ServerError(format!("running {}: {e}", cli.display())))?;
+        if !created.success() {
+            return Err(ServerError(format!(
+                "redis-cli --cluster create: {created}"
+            )));
+        }
+        let cluster = Self { nodes };
+        cluster.wait_ok()?;
+        Ok(cluster)
+    }
+
+    /// The nodes' URLs, to seed a cluster client.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.url(None)).collect()
+    }
+
+    /// Which node serves the slot of hash tag `tag` (a fleet's name: its keys are
+    /// `tripgate:{<name>}:…`).
+    pub fn node_of(&self, tag: &str) -> Result<usize, ServerError> {
+        let cli = find_cli()?;
+        let port = self.nodes.first().map_or(0, |n| n.port).to_string();
+        let slot = cli_output(&cli, &port, &["CLUSTER", "KEYSLOT", &format!("{{{tag}}}")])?;
+        let slot: u16 = slot
+            .trim()
+            .parse()
+            .map_err(|_| ServerError(format!("CLUSTER KEYSLOT answered {slot:?}")))?;
+        for (i, node) in self.nodes.iter().enumerate() {
+            let port = node.port.to_string();
+            // Each line of CLUSTER NODES: id, address, flags, …, then the slot ranges from
+            // the ninth field; `myself` marks the node answering.
+            let nodes = cli_output(&cli, &port, &["CLUSTER", "NODES"])?;
+            let owned = nodes.lines().any(|line| {
+                let fields: Vec<&str> = line.split(' ').collect();
+                fields.get(2).is_some_and(|flags| flags.contains("myself"))
+                    && fields.iter().skip(8).any(|range| {
+                        let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+                        match (lo.parse::<u16>(), hi.parse::<u16>()) {
+                            (Ok(lo), Ok(hi)) => (lo..=hi).contains(&slot),
+                            _ => false,
+                        }
+                    })
+            });
+            if owned {
+                return Ok(i);
+            }
+        }
+        Err(ServerError(format!("no node serves slot {slot}")))
+    }
+
+    /// Polls until every node says `cluster_state:ok`, for at most 10 s.
+    pub fn wait_ok(&self) -> Result<(), ServerError> {
+        let cli = find_cli()?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let ok = self.nodes.iter().all(|n| {
+                cli_output(&cli, &n.port.to_string(), &["CLUSTER", "INFO"])
+                    .is_ok_and(|info| info.contains("cluster_state:ok"))
+            });
+            if ok {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(ServerError(
+                    "the cluster did not become ok within 10 s".into(),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn find_cli() -> Result<PathBuf, ServerError> {
+    let cli = find()?.with_file_name("redis-cli");
+    if cli.is_file() {
+        Ok(cli)
+    } else {
+        Err(ServerError(format!(
+            "{} is not installed: apt-get install redis-tools",
+            cli.display()
+        )))
+    }
+}
+
+fn cli_output(cli: &std::path::Path, port: &str, args: &[&str]) -> Result<String, ServerError> {
+    let out = Command::new(cli)
+        .args(["-h", "127.0.0.1", "-p", port])
+        .args(args)
+        .output()
+        .map_err(|e| ServerError(format!("running {}: {e}", cli.display())))?;
+    if !out.status.success() {
+        return Err(ServerError(format!("redis-cli {args:?}: {}", out.status)));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn find() -> Result<PathBuf, ServerError> {
