@@ -299,6 +299,18 @@ def load(upstream, caller_addr, schedules, client_timeout):
     return dispatchers, threads, samples
 
 
+def build_upstream():
+    """`cargo build --release -p host-demo` (before any run: a first build takes minutes),
+    and the binary's path in cargo's target directory."""
+    print("building the upstream (cargo build --release -p host-demo) ...", file=sys.stderr)
+    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "host-demo"], cwd=REPO, check=True)
+    meta = subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--no-deps"],
+        cwd=REPO, check=True, capture_output=True, text=True,
+    )
+    return str(pathlib.Path(json.loads(meta.stdout)["target_directory"]) / "release" / "host-demo")
+
+
 # Statistics
 
 
@@ -363,12 +375,17 @@ def run_once(mode, o):
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
+    tty = sys.stderr.isatty()
+    last_line = 0.0
     while time.monotonic() < upstream.start + total:
         time.sleep(0.1)
-        if not o.quiet:
-            now = time.monotonic()
-            print(f"  {mode:<13}{max(0.0, now - upstream.start):5.1f}/{total:.1f} s  busy {caller.busy:3}/{o.pool}"
-                  f"  waiting {caller.waiting:3}  breaker {breaker.state if breaker else 'none':9}", file=sys.stderr, end="\r")
+        now = time.monotonic()
+        if o.quiet or now - last_line < (0.2 if tty else 1.0):
+            continue
+        last_line = now
+        print(f"  {mode:<13}{max(0.0, now - upstream.start):5.1f}/{total:.1f} s  busy {caller.busy:3}/{o.pool}"
+              f"  waiting {caller.waiting:3}  breaker {breaker.state if breaker else 'none':9}",
+              file=sys.stderr, end="\r" if tty else "\n")
     for d in dispatchers:
         d.join()
     deadline = time.monotonic() + scaled(o.client_timeout) + 5
@@ -378,7 +395,7 @@ def run_once(mode, o):
     sampler.join()
     caller.stop()
     counters = upstream.finish()
-    if not o.quiet:
+    if tty and not o.quiet:
         print(file=sys.stderr)
     phases = []
     for i, p in enumerate(upstream.phases):
@@ -531,16 +548,13 @@ def main(argv=None):
     parser.add_argument("--client-timeout", type=float, default=2.0)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--only", choices=["timeout-only", "tripgate"])
-    parser.add_argument("--upstream-bin", help="the host-demo binary (default: cargo run --release -p host-demo)")
+    parser.add_argument("--upstream-bin", help="the host-demo binary (default: built with cargo build --release -p host-demo)")
     parser.add_argument("--json", action="store_true", help="results as JSON on stdout (tables on stderr)")
     parser.add_argument("--quiet", action="store_true")
     o = parser.parse_args(argv)
     if o.queue is None:
         o.queue = 2 * o.pool
-    o.upstream_command = (
-        [o.upstream_bin, "upstream"] if o.upstream_bin
-        else ["cargo", "run", "--release", "--quiet", "-p", "host-demo", "--", "upstream"]
-    )
+    o.upstream_command = [o.upstream_bin or build_upstream(), "upstream"]
     modes = [o.only] if o.only else ["timeout-only", "tripgate"]
     started = time.monotonic()
     print(f"tripgate brownout demo (Python {sys.version.split()[0]}, tripgate {tripgate.__version__}): "
