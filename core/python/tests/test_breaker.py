@@ -516,3 +516,46 @@ def test_a_decorated_method_binds_like_a_function(make):
     assert Client.send.__doc__ == "Sends." and Client.send.__name__ == "send"
     assert Client.send(client, "c") == 3
     assert r.breaker.metrics()["successes_total"] == 3
+
+
+def test_threads_listeners_and_a_python_clock_that_gives_up_the_gil_never_deadlock():
+    # The clock and the listener are Python code that releases the GIL (time.sleep(0)):
+    # were either run inside the breaker's lock, another thread holding the GIL could spin
+    # on that lock forever. Both run outside it.
+    import time as _time
+
+    ticks = [0.0]
+
+    def clock():
+        _time.sleep(0)
+        ticks[0] += 0.001
+        return ticks[0]
+
+    b = CircuitBreaker(clock=clock, failure_threshold=3, min_calls=3, cooldown=0.01, half_open_required_successes=1)
+    heard = []
+
+    def listener(t):
+        _time.sleep(0)
+        heard.append((t.to_state, b.state, b.metrics()["epoch"]))
+
+    b.on_transition(listener)
+
+    def worker(n):
+        for i in range(300):
+            try:
+                if (i + n) % 4 == 0:
+                    b.call(_raise, ConnectionError())
+                else:
+                    b.call(lambda: None)
+            except (ConnectionError, CircuitOpenError):
+                pass
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    m = b.metrics()
+    assert m["in_flight"] == 0 and m["probes_out"] == 0
+    assert heard and m["transitions_total"] == len(heard)
