@@ -88,6 +88,11 @@ impl RedisServer {
         self.port
     }
 
+    /// The server's process id, while it runs (to read its CPU time, say).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// `redis://127.0.0.1:<port>`, optionally with credentials (`user:password@`).
     pub fn url(&self, credentials: Option<&str>) -> String {
         match credentials {

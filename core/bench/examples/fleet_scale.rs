@@ -1,0 +1,278 @@
+//! What fleet mode costs a process and its store, against a live redis-server the example
+//! starts: `cargo run --release -p tripgate-bench --example fleet_scale [idle-seconds]`.
+//!
+//! 1. **Scale.** 1, 50 and 500 breakers in one process, with fleet mode off (plain
+//!    breakers) and on (every breaker joined to its own fleet through one `Store`), idle
+//!    for the window: the process's connections to the store, its CPU time, the store's,
+//!    and the commands members sent per second.
+//! 2. **Recovery with uneven traffic.** Ten member processes (ten `Store`s, ten
+//!    connections) in one fleet: one busy (a call every millisecond) and nine nearly idle
+//!    (a call every two seconds). The upstream fails until the fleet opens and works from
+//!    then on; measured from the end of the cooldown to the last member closed, with the
+//!    commands sent meanwhile. Five rounds.
+//!
+//! Each line is one measurement, as a Markdown table row.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tripgate::{Breaker, Config, Outcome, State, SECOND};
+use tripgate_redis::server::RedisServer;
+use tripgate_redis::{Options, Store};
+
+fn main() {
+    let idle: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async move {
+        let redis = RedisServer::start(&[]).expect("redis-server");
+        let url = redis.url(None);
+        let mut conn = redis::Client::open(url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        println!("| breakers | fleet mode | connections | process CPU | redis-server CPU | commands/s |");
+        println!("|---:|---|---:|---:|---:|---:|");
+        for n in [1usize, 50, 500] {
+            for on in [false, true] {
+                scale(&redis, &url, &mut conn, n, on, Duration::from_secs(idle)).await;
+            }
+        }
+        println!();
+        println!("| round | cooldown end → fleet closed | members closed | commands in the round | busy member's rejected calls |");
+        println!("|---:|---:|---:|---:|---:|");
+        for round in 1..=5 {
+            recovery(&url, &mut conn, round).await;
+        }
+    });
+}
+
+fn config(quorum: Option<u8>) -> Config {
+    Config {
+        failure_threshold: 5,
+        min_calls: 5,
+        cooldown: 2 * SECOND,
+        probe_timeout: 5 * SECOND,
+        half_open_max_probes: 1,
+        half_open_required_successes: 2,
+        fleet_quorum: quorum,
+        ..Config::default()
+    }
+}
+
+async fn scale(
+    redis: &RedisServer,
+    url: &str,
+    conn: &mut redis::aio::MultiplexedConnection,
+    n: usize,
+    on: bool,
+    window: Duration,
+) {
+    let quorum = on.then_some(1);
+    let breakers: Vec<Arc<Breaker>> = (0..n)
+        .map(|_| Arc::new(Breaker::new(config(quorum)).unwrap()))
+        .collect();
+    let mut fleets = Vec::new();
+    if on {
+        let store = Store::connect(Options::new(url).member("scale")).unwrap();
+        for (i, b) in breakers.iter().enumerate() {
+            fleets.push(
+                store
+                    .join(&format!("scale-{n}-{i}"), Arc::clone(b))
+                    .unwrap(),
+            );
+        }
+        while !fleets.iter().all(|f| f.status().connected) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let clients = connected_clients(conn).await.saturating_sub(1);
+    let commands = command_calls(conn).await;
+    let (cpu, server_cpu) = (process_cpu(None), process_cpu(redis.pid()));
+    tokio::time::sleep(window).await;
+    let cpu = process_cpu(None) - cpu;
+    let server_cpu = process_cpu(redis.pid()) - server_cpu;
+    let commands = command_calls(conn).await - commands;
+    let seconds = window.as_secs_f64();
+    println!(
+        "| {n} | {} | {clients} | {:.2} % | {:.2} % | {:.1} |",
+        if on { "on" } else { "off" },
+        100.0 * cpu / seconds,
+        100.0 * server_cpu / seconds,
+        commands as f64 / seconds
+    );
+    drop(fleets);
+    // The store's connection closes once its last handle is gone: wait, so that the next
+    // row counts only its own.
+    while connected_clients(conn).await > 1 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn recovery(url: &str, conn: &mut redis::aio::MultiplexedConnection, round: u32) {
+    let name = format!("recovery-{round}");
+    let members: Vec<(Arc<Breaker>, tripgate_redis::Fleet)> = (0..10)
+        .map(|i| {
+            let breaker = Arc::new(Breaker::new(config(Some(1))).unwrap());
+            let store =
+                Store::connect(Options::new(url).member(format!("pod-{round}-{i}"))).unwrap();
+            let fleet = store.join(&name, Arc::clone(&breaker)).unwrap();
+            (breaker, fleet)
+        })
+        .collect();
+    while !members.iter().all(|(_, f)| f.status().connected) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let healthy = Arc::new(AtomicBool::new(false));
+    let rejected = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut callers = Vec::new();
+    for (i, (breaker, _)) in members.iter().enumerate() {
+        let (breaker, healthy, stop, rejected) = (
+            Arc::clone(breaker),
+            Arc::clone(&healthy),
+            Arc::clone(&stop),
+            Arc::clone(&rejected),
+        );
+        // Member 0 is busy; the rest call every two seconds, out of step.
+        let every = if i == 0 {
+            Duration::from_millis(1)
+        } else {
+            Duration::from_millis(2_000 + 97 * i as u64)
+        };
+        callers.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                match breaker.acquire() {
+                    Ok(permit) => {
+                        let ok = healthy.load(Ordering::Relaxed);
+                        permit.record(if ok {
+                            Outcome::Success
+                        } else {
+                            Outcome::Failure
+                        });
+                    }
+                    Err(_) if i == 0 => {
+                        rejected.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(_) => {}
+                }
+                tokio::time::sleep(every).await;
+            }
+        }));
+    }
+    // The busy member trips the fleet; once everyone is open the upstream is healthy.
+    let opening = Instant::now();
+    while !members.iter().all(|(b, _)| b.state() == State::Open) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        if opening.elapsed() > Duration::from_secs(30) {
+            let states: Vec<_> = members.iter().map(|(b, f)| (b.state(), f.status())).collect();
+            panic!("round {round}: the fleet did not open: {states:?}");
+        }
+    }
+    healthy.store(true, Ordering::Relaxed);
+    // From the first member's cooldown end: any member's probe may close the fleet.
+    let remaining = members
+        .iter()
+        .map(|(b, _)| b.metrics().cooldown_remaining)
+        .min()
+        .unwrap_or(0);
+    tokio::time::sleep(Duration::from_nanos(remaining)).await;
+    let cooldown_end = Instant::now();
+    let (commands, rejected_before) = (command_calls(conn).await, rejected.load(Ordering::Relaxed));
+    while !members.iter().all(|(b, _)| b.state() == State::Closed) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        if cooldown_end.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+    }
+    let took = cooldown_end.elapsed();
+    let closed = members
+        .iter()
+        .filter(|(b, _)| b.state() == State::Closed)
+        .count();
+    let commands = command_calls(conn).await - commands;
+    stop.store(true, Ordering::Relaxed);
+    for caller in callers {
+        let _ = caller.await;
+    }
+    println!(
+        "| {round} | {:.0} ms | {closed}/10 | {commands} | {} |",
+        took.as_secs_f64() * 1e3,
+        rejected.load(Ordering::Relaxed) - rejected_before
+    );
+}
+
+/// CPU time (user + system) of a process in seconds: this one, or `pid`.
+fn process_cpu(pid: Option<u32>) -> f64 {
+    let path = pid.map_or_else(
+        || "/proc/self/stat".to_string(),
+        |p| format!("/proc/{p}/stat"),
+    );
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th
+    // and 13th of them, in clock ticks (100 a second on Linux).
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Commands clients sent (`INFO commandstats`, without a script's own commands).
+async fn command_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
+    const SENT: [&str; 11] = [
+        "evalsha",
+        "eval",
+        "script|load",
+        "incr",
+        "subscribe",
+        "ssubscribe",
+        "unsubscribe",
+        "sunsubscribe",
+        "hello",
+        "ping",
+        "client|setinfo",
+    ];
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            SENT.contains(&name).then_some(())?;
+            stats
+                .split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+async fn connected_clients(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("clients")
+        .query_async(conn)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("connected_clients:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
