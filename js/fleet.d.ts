@@ -2,18 +2,22 @@
 // `redis` 6). FLEET.md is the contract; wit/fleet.md the wire format.
 import type { CircuitBreaker } from './index.js';
 
-export interface FleetOptions {
-  /** `redis://[user:password@]host:port[/db]` or `rediss://` (TLS). */
-  url: string;
-  /** The fleet: 1–128 characters from `A–Z a–z 0–9 . _ - :`. Members guarding one upstream share it. */
-  name: string;
-  /** Shared HMAC key: members drop unsigned and forged messages. Omit to run unsigned. */
+export interface FleetStoreOptions {
+  /** One server: `redis://[user:password@]host:port[/0]` or `rediss://` (TLS). Database 0 only. */
+  url?: string;
+  /** A Redis Cluster, reached through any of these node URLs (instead of `url`): sharded pub/sub. */
+  nodes?: string[];
+  /** Shared HMAC-SHA256 key, at least 16 bytes: members drop unsigned and forged messages and votes. Omit to run unsigned. */
   key?: string | Uint8Array | null;
-  /** How often the member re-reads the stored event (pub/sub drops messages). Default 1000 ms. */
+  /** This process's stable name in its fleets (a pod or host name), 1–256 bytes: its member id is derived from it. Default: a random id. */
+  member?: string | null;
+  /** How often each member reads its fleet's state back. Default 1000 ms; 10 ms – 1 h. */
   reconcileIntervalMs?: number;
-  /** A store command slower than this makes the member degraded. Default 250 ms. */
+  /** A store command slower than this makes the process's members degraded. Default 250 ms; 1 ms – 60 s. */
   storeTimeoutMs?: number;
-  /** Node TLS options for a `rediss://` url: a private CA, a client certificate. */
+  /** The longest wait between reconnection attempts (from 10 ms, doubling). Default 1000 ms; 10 ms – 60 s. */
+  maxBackoffMs?: number;
+  /** Node TLS options for `rediss://` URLs: a private CA, a client certificate. */
   tls?: {
     ca?: string | Uint8Array | Array<string | Uint8Array>;
     cert?: string | Uint8Array | Array<string | Uint8Array>;
@@ -21,62 +25,85 @@ export interface FleetOptions {
     servername?: string;
     rejectUnauthorized?: boolean;
   };
-  /** This member's id, 16 lowercase hex digits. Default random. */
-  memberId?: string;
 }
 
-export type IgnoredReason = 'garbage' | 'wrong-fleet' | 'stale' | 'forged' | 'unsigned';
+/** Why messages, stored values and votes were ignored. */
+export type IgnoredReason = 'garbage' | 'wrong-fleet' | 'unsigned' | 'forged' | 'stale' | 'malformed-generation';
 
-export interface FleetCounters {
-  /** Messages received on the channel. */
+/** What a member's protocol counted. */
+export interface FleetCounts {
+  /** Messages received on the fleet's channel. */
   received: number;
-  /** Events handed to the breaker that were not stale (messages and reconciles). */
+  /** Events applied (from messages and reads back). */
   applied: number;
   /** Events this member published. */
   published: number;
-  /** Successful reconciles. */
+  /** Reads of the fleet's state. */
   reconciles: number;
-  /** Connection and command errors. */
-  storeErrors: number;
-  /** Messages (and stored events) ignored, by reason. */
+  /** Probe leases taken. */
+  leases: number;
+  /** Repairs of the generation counter. */
+  repairs: number;
+  /** Commands the store refused (an error of its data). */
+  refused: number;
+  /** Messages, stored values and votes ignored, by reason. */
   ignored: Record<IgnoredReason, number>;
 }
 
-export interface FleetMemberStatus {
-  member: string;
+export interface FleetStatus {
+  /** This process's member id, 16 hex digits. */
+  memberId: string;
   name: string;
-  /** The store is unreachable or slow: the breaker decides on its own. */
+  /** The store answers, the channel is subscribed and the fleet's state was read back: the breaker follows the fleet. */
+  connected: boolean;
+  /** The store is unreachable or too slow (or the member left): the breaker decides on its own. */
   degraded: boolean;
-  subscribed: boolean;
-  /** The last fleet generation the breaker applied. */
-  generation: number;
   /** This member holds the fleet's probe lease. */
   leaseHeld: boolean;
-  counters: FleetCounters;
+  /** Sessions the store began (its first connection and every reconnection). */
+  connects: number;
+  /** Sessions the store lost (a command failed or timed out, a connection dropped). */
+  disconnects: number;
+  counts: FleetCounts;
 }
 
-/** A Node `EventEmitter` with these events. */
-export interface FleetMember {
-  readonly id: string;
-  status(): FleetMemberStatus;
-  /** Stops, gives the lease back, disconnects; the breaker carries on on its own. */
+/** One breaker's membership of a fleet: a Node `EventEmitter`. */
+export interface Fleet {
+  readonly name: string;
+  readonly store: FleetStore;
+  status(): FleetStatus;
+  /** Resolves true once the member follows its fleet, false after `timeoutMs` (default 5000). */
+  ready(timeoutMs?: number): Promise<boolean>;
+  /** Leaves: the breaker is a local one at once; a lease it held is given back. */
   leave(): Promise<void>;
-  on(event: 'degraded', listener: (change: { degraded: boolean; error: unknown }) => void): this;
-  on(event: 'event', listener: (event: { generation: number; kind: 'open' | 'close'; remainingMs: number; origin: string; applied: string; source: 'message' | 'reconcile' }) => void): this;
-  on(event: 'ignored', listener: (ignored: { reason: IgnoredReason; source: 'message' | 'reconcile'; message: string }) => void): this;
-  on(event: 'published', listener: (published: { generation: number; kind: 'open' | 'close'; remainingMs: number }) => void): this;
-  on(event: 'lease', listener: (lease: { held: boolean }) => void): this;
-  on(event: 'warning', listener: (error: unknown) => void): this;
-  once(event: string, listener: (...args: any[]) => void): this;
+  on(event: 'degraded', listener: (change: { degraded: boolean; error: string | null }) => void): this;
+  on(event: 'left', listener: (left: { error: unknown }) => void): this;
+  once(event: 'degraded', listener: (change: { degraded: boolean; error: string | null }) => void): this;
+  once(event: 'left', listener: (left: { error: unknown }) => void): this;
   off(event: string, listener: (...args: any[]) => void): this;
 }
 
-/**
- * Joins `breaker` (created with `fleetQuorum`) to a fleet. Resolves once connected,
- * subscribed and reconciled, or degraded after `storeTimeoutMs` when the store is down
- * (it keeps reconnecting). Option errors name the option (`error.option`).
- */
-export declare function joinFleet(breaker: CircuitBreaker, options: FleetOptions): Promise<FleetMember>;
+/** A process's link to its Redis, shared by every fleet its breakers join. */
+export declare class FleetStore {
+  private constructor();
+  /**
+   * Checks the options (errors name the option: `error.option`) and starts the link in the
+   * background; until it is up, members decide on their own (degraded).
+   */
+  static connect(options: FleetStoreOptions): Promise<FleetStore>;
+  /** This process's member id (16 hex digits), the same in every fleet. */
+  readonly memberId: string;
+  /** Why the store was last given up on, for logs (passwords redacted). */
+  readonly lastError: string | null;
+  /**
+   * Makes `breaker` (created with `fleetQuorum`) a member of fleet `name` (1–128 of
+   * `A–Z a–z 0–9 . _ - :`). Throws for a breaker that is a member already, in any store,
+   * and for a fleet this store has a member of.
+   */
+  join(name: string, breaker: CircuitBreaker): Fleet;
+  /** Leaves every fleet and closes the connections. */
+  close(): Promise<void>;
+}
 
 /** A store command that took longer than `storeTimeoutMs`. */
 export declare class StoreTimeoutError extends Error {

@@ -105,7 +105,7 @@ export interface CircuitBreakerOptions {
   faultGrpcCodes?: Iterable<number>;
   /**
    * Fleet mode (1–16): distinct members that must trip within one cooldown before the
-   * fleet opens. Unset: a breaker of its own. Join a fleet with `joinFleet` from
+   * fleet opens. Unset: a breaker of its own. Join a fleet with `FleetStore` from
    * `tripgate/fleet`.
    */
   fleetQuorum?: number;

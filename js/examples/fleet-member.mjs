@@ -19,13 +19,16 @@
 //   options:        --cooldown-ms=5000 --failure-threshold=5 --probes=1 (K)
 //                   --required-successes=2 --call-timeout-ms=1000
 //                   --reconcile-interval-ms=1000 --store-timeout-ms=250
+//                   --member=<name> (a stable member id; default random)
 //                   (probe timeout, hence the lease: 2 x call timeout)
 //
 // Bad arguments: one line on stderr naming the argument, exit code 2.
 //
 // ## Output: one JSON object per line on stdout; `t` is wall-clock ms (Date.now())
 //
-//   {"type":"start","t","label","member","fleet":bool,"quorum"}     member: id or null
+//   {"type":"start","t","label","member","fleet":bool,"quorum"}     member: id or null;
+//                                                                   once joined (connected,
+//                                                                   or after 5 s, degraded)
 //   {"type":"transition","t","label","from","to","reason"}          every transition
 //   {"type":"degraded","t","label","degraded":bool}                 store lost / back
 //   {"type":"calls","t","label","interval_ms","sent","ok","fault","probes",
@@ -33,14 +36,14 @@
 //                                                                   once a second: what
 //                                                                   the calls of that second did
 //   {"type":"summary","t","label","member","sent","ok","fault","probes","rejected":{...},
-//    "transitions","max_decision_us","decisions_over_1ms","fleet":{status()}|null}
+//    "transitions","max_decision_us","decisions_over_1ms","fleet":{fleet.status()}|null}
 //
 // `sent` counts calls that reached the upstream (admitted); `probes` those admitted as
 // half-open probes. `max_decision_us` is the slowest acquire or record (the breaker's own
 // decision, not the upstream call): fleet mode must keep it where it is without fleet
 // mode, and `decisions_over_1ms` at 0 — no call waits on the store.
 import { CircuitBreaker, rejectReasons } from '../src/node.js';
-import { joinFleet } from '../src/fleet/index.js';
+import { FleetStore } from '../src/fleet/index.js';
 
 function fail(message) {
   process.stderr.write(`fleet-member: ${message}\n`);
@@ -67,7 +70,7 @@ function number(text, what, { integer = false, min = 0, exclusive = true } = {})
   return value;
 }
 const KNOWN = ['cooldown-ms', 'failure-threshold', 'probes', 'required-successes', 'call-timeout-ms',
-  'reconcile-interval-ms', 'store-timeout-ms'];
+  'reconcile-interval-ms', 'store-timeout-ms', 'member'];
 for (const flag of Object.keys(flags)) if (!KNOWN.includes(flag)) fail(`unknown option --${flag} (known: ${KNOWN.join(', ')})`);
 const flag = (f, fallback, integer = true) => (flags[f] === undefined ? fallback : number(flags[f], `--${f}`, { integer }));
 
@@ -101,22 +104,25 @@ try {
 }
 breaker.on('transition', (t) => out({ type: 'transition', from: t.from, to: t.to, reason: t.reason }));
 
-let member = null;
+let store = null;
+let fleet = null;
 if (fleetOn) {
   try {
-    member = await joinFleet(breaker, {
+    store = await FleetStore.connect({
       url: redisUrl,
-      name,
       key: keyArg === '-' ? undefined : keyArg,
+      member: flags.member,
       reconcileIntervalMs: flag('reconcile-interval-ms', 1_000, false),
       storeTimeoutMs: flag('store-timeout-ms', 250, false),
     });
+    fleet = store.join(name, breaker);
   } catch (error) {
     fail(error.message);
   }
-  member.on('degraded', ({ degraded }) => out({ type: 'degraded', degraded }));
+  fleet.on('degraded', ({ degraded }) => out({ type: 'degraded', degraded }));
+  await fleet.ready(5_000);
 }
-out({ type: 'start', member: member?.id ?? null, fleet: fleetOn, quorum: quorum ?? null });
+out({ type: 'start', member: store?.memberId ?? null, fleet: fleetOn, quorum: quorum ?? null });
 
 const zero = () => ({ sent: 0, ok: 0, fault: 0, probes: 0, rejected: Object.fromEntries(rejectReasons.map((r) => [r, 0])) });
 const total = zero();
@@ -184,14 +190,14 @@ while (Date.now() - started < durationMs) {
 }
 await Promise.all(pending);
 out({ type: 'calls', interval_ms: Date.now() - lastReport, ...second });
-const fleet = member?.status() ?? null;
-if (member !== null) await member.leave();
+const status = fleet?.status() ?? null;
+if (store !== null) await store.close();
 out({
   type: 'summary',
-  member: member?.id ?? null,
+  member: store?.memberId ?? null,
   ...total,
   transitions,
   max_decision_us: Number(maxDecisionNs) / 1_000,
   decisions_over_1ms: decisionsOver1ms,
-  fleet,
+  fleet: status,
 });

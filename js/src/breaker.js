@@ -30,6 +30,8 @@ let CLASSES = [];
 let FLEET_EVENT_KINDS = [];
 let FLEET_APPLIED = [];
 let ANNOUNCEMENT_KINDS = [];
+/** `acquire()`'s code for a call turned away as `probing-elsewhere`. */
+let PROBING_ELSEWHERE = 0;
 let fleetStatusBuffer = new Float64Array(0);
 const announcementBuffer = new Float64Array(1);
 let transitionBuffer = new Float64Array(0);
@@ -51,6 +53,7 @@ onInstall((t) => {
   FLEET_EVENT_KINDS = t.fleetEventKinds;
   FLEET_APPLIED = t.fleetApplied;
   ANNOUNCEMENT_KINDS = t.announcementKinds;
+  PROBING_ELSEWHERE = -1 - t.rejectReasons.indexOf('probing-elsewhere');
   fleetStatusBuffer = new Float64Array(t.fleetStatusLen);
   transitionBuffer = new Float64Array(t.maxTransitions * WIDTH);
   metricsBuffer = new Float64Array(t.metricsLen);
@@ -63,17 +66,10 @@ onInstall((t) => {
 });
 
 /**
- * The durations a fleet adapter needs from a breaker's config (`{ cooldownMs,
- * probeTimeoutMs }`, the core's defaults applied): a symbol, so they stay off the public
- * API.
+ * The fleet adapter's hold on a breaker (tripgate/fleet): a symbol, so it stays off the
+ * public API. See `CircuitBreaker.prototype[fleetLink]`.
  */
-export const fleetTimings = Symbol('tripgate.fleetTimings');
-
-/**
- * Whether a fleet announcement (`{ kind }`) still describes the breaker now: the core's
- * rule, for an adapter that publishes one the store did not take. Off the public API.
- */
-export const fleetAnnouncementHolds = Symbol('tripgate.fleetAnnouncementHolds');
+export const fleetLink = Symbol('tripgate.fleetLink');
 
 /**
  * A circuit breaker. See index.d.ts for the documented API.
@@ -90,6 +86,8 @@ export class CircuitBreaker {
   #lastRecord = 0;
   /** Clock readings that were not observed. */
   #clockErrors = 0;
+  /** The fleet adapter's wake-up, or null: see `[fleetLink]`. */
+  #wake = null;
 
   constructor(options) {
     if (wasm === null) {
@@ -151,6 +149,7 @@ export class CircuitBreaker {
       this.#emitTransitions();
       return r + TRANSITIONED;
     }
+    if (r === PROBING_ELSEWHERE && this.#wake !== null) this.#wake(true);
     return r;
   }
 
@@ -173,6 +172,7 @@ export class CircuitBreaker {
     }
     this.#lastRecord = r;
     if (r >= 16) this.#emitTransitions();
+    else if ((permit & 1) === 1 && this.#wake !== null) this.#wake(false);
     return CLASSES[r & 3];
   }
 
@@ -236,6 +236,7 @@ export class CircuitBreaker {
     }
     this.#lastRecord = r;
     if (r >= 16) this.#emitTransitions();
+    else if ((permit & 1) === 1 && this.#wake !== null) this.#wake(false);
   }
 
   /** Runs `fn(signal)` through the breaker. See index.d.ts for the classification rules. */
@@ -402,12 +403,22 @@ export class CircuitBreaker {
     this.#w.fleet_store(reachable, leaseMs, this.#now());
   }
 
-  [fleetTimings]() {
-    return { cooldownMs: this.#w.cooldown_ms(), probeTimeoutMs: this.#w.probe_timeout_ms() };
-  }
-
-  [fleetAnnouncementHolds](announcement) {
-    return this.#w.fleet_announcement_holds(ANNOUNCEMENT_KINDS.indexOf(announcement.kind), this.#now());
+  /**
+   * The fleet adapter's hold on this breaker. `wake` is called inside this breaker's calls
+   * (so it must only schedule work): on every transition, on a call turned away as
+   * `probing-elsewhere` (with `true`), and on a probe's outcome that changed no state. The
+   * adapter gets the wasm breaker (read anew each time: it is gone once disposed), a clock
+   * reading and a way to tell the listeners the transitions its fleet events caused.
+   * Null when an adapter holds the breaker already (it is a fleet member: it joins once);
+   * `[fleetLink](null)` lets go.
+   */
+  [fleetLink](wake) {
+    if (wake === null || this.#wake !== null) {
+      if (wake === null) this.#wake = null;
+      return null;
+    }
+    this.#wake = wake;
+    return { wasm: () => this.#w, now: () => this.#now(), emit: () => this.#emitTransitions() };
   }
 
   /** What the fleet must be told, taken once: `{ kind, remainingMs }`, or null. */
@@ -466,6 +477,7 @@ export class CircuitBreaker {
    * shared buffer.
    */
   #emitTransitions() {
+    if (this.#wake !== null) this.#wake(false);
     const events = this.#events;
     if (!events.any) return;
     const buf = transitionBuffer;

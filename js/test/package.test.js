@@ -29,12 +29,12 @@ test('package.json pins every dependency exactly', () => {
 
 test("'tripgate/fleet' is a separate entry: the main entries load no Redis client", async () => {
   const fleet = await import('tripgate/fleet');
-  assert.equal(typeof fleet.joinFleet, 'function');
+  assert.equal(typeof fleet.FleetStore.connect, 'function');
   for (const entry of ['src/node.js', 'src/web.js', 'src/api.js', 'src/breaker.js']) {
     const text = readFileSync(new URL(`../${entry}`, import.meta.url), 'utf8');
     assert.doesNotMatch(text, /['"](redis|\.\/fleet\/)/, `${entry} must not import the fleet adapter`);
   }
-  // The client is imported lazily, inside joinFleet, and is an optional peer.
+  // The client is imported lazily, inside FleetStore.connect, and is an optional peer.
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
   assert.equal(pkg.peerDependenciesMeta.redis.optional, true);
   const index = readFileSync(new URL('../src/fleet/index.js', import.meta.url), 'utf8');

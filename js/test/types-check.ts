@@ -62,12 +62,18 @@ new CircuitBreaker({ cooldown: 5_000 });
 // @ts-expect-error: an outcome is not a boolean
 breaker.record(0, true);
 
-import { joinFleet, type FleetMemberStatus } from 'tripgate/fleet';
+import { FleetStore, type FleetStatus as MemberStatus } from 'tripgate/fleet';
 async function fleetCheck(): Promise<void> {
-  const m = await joinFleet(member, { url: 'redis://127.0.0.1:6379', name: 'payments', key: 'k', storeTimeoutMs: 100 });
-  const s: FleetMemberStatus = m.status();
-  void s.counters.ignored.forged;
+  const store = await FleetStore.connect({ url: 'redis://127.0.0.1:6379', key: 'a key of 16 bytes', member: 'pod-1', storeTimeoutMs: 100 });
+  const m = store.join('payments', member);
+  const s: MemberStatus = m.status();
+  void s.counts.ignored.forged; void store.memberId;
   m.on('degraded', ({ degraded }) => void degraded);
+  const ready: boolean = await m.ready(1_000);
+  void ready;
   await m.leave();
+  await store.close();
+  // @ts-expect-error: a fleet joins by name
+  store.join(member);
 }
 void fleetCheck;

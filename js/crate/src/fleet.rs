@@ -1,6 +1,9 @@
 //! Fleet mode for JS: a thin pass-through to the core's `fleet_*` rules (FLEET.md; the
-//! store's wire format is `wit/fleet.md`). The Redis side lives in JS (`js/src/fleet/`);
-//! every decision — fencing, the lease gate, the quorum, degraded mode — is the core's.
+//! store's wire format is `wit/fleet.md`), the breaker's side that the public API exposes
+//! for adapters to other stores. The Redis adapter (`js/src/fleet/`) runs the core's member
+//! protocol instead ([`fleet_protocol`](crate::fleet_protocol)), which calls the same rules
+//! from inside the module; every decision — fencing, the lease gate, the quorum, degraded
+//! mode — is the core's.
 //!
 //! Codes are the core's tables ([`tables()`](crate::tables): `fleetEventKinds`,
 //! `fleetApplied`, `announcementKinds`). Generations cross as `f64`: the JS side checks
@@ -79,24 +82,6 @@ impl Breaker {
             *slot = ms(announcement.remaining);
         }
         i32::from(announcement.kind.code())
-    }
-
-    /// Whether an announcement of kind `kind` (its code) still describes the breaker at
-    /// `now_ms` (the core's rule): what an adapter checks before publishing one the store
-    /// did not take.
-    pub fn fleet_announcement_holds(&self, kind: u8, now_ms: f64) -> bool {
-        tripgate_core::AnnouncementKind::from_code(kind)
-            .is_some_and(|kind| kind.holds_in(self.core.state(self.now(now_ms))))
-    }
-
-    /// The configured cooldown (ms): the fleet adapter trims votes to it.
-    pub fn cooldown_ms(&self) -> f64 {
-        ms(self.core.config().cooldown)
-    }
-
-    /// The configured probe timeout (ms): the fleet adapter's lease lasts that long.
-    pub fn probe_timeout_ms(&self) -> f64 {
-        ms(self.core.config().probe_timeout)
     }
 
     /// Fills `out` ([`FLEET_STATUS_LEN`] numbers) with the fleet status at `now_ms`.
@@ -195,7 +180,6 @@ mod tests {
         b.fleet_store(false, f64::NAN, 100.0);
         let p = b.acquire(5_000.0);
         assert!(p >= crate::TRANSITIONED && p & 1 == 1, "a local probe: {p}");
-        assert_eq!((b.cooldown_ms(), b.probe_timeout_ms()), (5_000.0, 15_000.0));
         let mut lone = Breaker::new(&[f64::NAN; Field::ALL.len()], None, None, 0.0).unwrap();
         assert_eq!(
             lone.fleet_apply(1.0, 0, 5_000.0, 0.0),

@@ -33,6 +33,7 @@ pub mod breaker;
 pub mod config;
 pub mod exposition;
 pub mod fleet;
+pub mod fleet_protocol;
 pub mod outcome;
 pub mod tables;
 pub mod time;

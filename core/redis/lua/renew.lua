@@ -1,7 +1,0 @@
--- Renews the probe lease only while this member still holds it.
--- KEYS[1]: the lease. ARGV[1]: the member id; ARGV[2]: the lease's length in ms.
--- Returns 1 if renewed, 0 if another member (or nobody) holds it.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0

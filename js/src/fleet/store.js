@@ -1,0 +1,658 @@
+// A process's link to its Redis (FLEET.md; the wire format is wit/fleet.md): one command
+// connection and one subscriber connection for every fleet its breakers join (a channel
+// per fleet), and the core's member protocol for each of them (protocol.js). This file
+// only moves bytes: it tells a member's protocol what happened — the store up or down, its
+// breaker woken, a message on its channel, the reply to its command, its deadline come —
+// runs the one command the protocol asks for, and sleeps until something happens. Nothing
+// polls: a breaker wakes its member (on a transition, on a caller turned away for the want
+// of the probe lease — once, until the protocol stops asking — and on a probe's outcome),
+// and time comes from the protocols' deadlines, on one timer.
+//
+// `acquire` and `record` never wait on anything here: all of it runs after the breaker's
+// call has returned (a microtask), on Redis replies and on timers.
+
+import { EventEmitter } from 'node:events';
+import { createHash } from 'node:crypto';
+import { CircuitBreaker, fleetLink } from '../breaker.js';
+import { rangeError, typeError } from '../errors.js';
+import { SCRIPTS } from '../../pkg/fleet/scripts.js';
+import { MemberProtocol, backoff, fleetTables, validFleetName } from './protocol.js';
+import { readStoreOptions, redact } from './options.js';
+
+/** A command that took longer than `storeTimeoutMs`. */
+export class StoreTimeoutError extends Error {
+  constructor(ms) {
+    super(`the store did not answer within storeTimeoutMs (${ms} ms)`);
+    this.name = 'StoreTimeoutError';
+    this.code = 'ERR_TRIPGATE_STORE_TIMEOUT';
+  }
+}
+
+/** A reply of a shape no script returns: the store is up, but its data is not ours. */
+class WrongShape extends Error {}
+
+const SHA = Object.fromEntries(Object.entries(SCRIPTS).map(([name, text]) => [name, createHash('sha1').update(text).digest('hex')]));
+
+/** `promise` within `ms`; a late answer is the store being down. */
+function bounded(promise, ms) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new StoreTimeoutError(ms)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Whether an error is the store refusing what a key holds (`ERR`, a script's error, a
+ * counter that is no integer; `WRONGTYPE`) or a reply of the wrong shape: the store is up,
+ * holding bad data. Anything else (unreachable, slow, read-only, out of memory, denied by
+ * its ACL) is an outage: the members decide alone and the store is retried with backoff.
+ */
+function refused(error, ErrorReply) {
+  if (error instanceof WrongShape) return true;
+  if (!(error instanceof ErrorReply)) return false;
+  const code = String(error.message).split(' ', 1)[0];
+  return code === 'ERR' || code === 'WRONGTYPE';
+}
+
+const isBytes = (v) => v instanceof Uint8Array;
+const bytesOrNull = (v) => v === null || isBytes(v);
+
+/** A vote script's time: a decimal (a score may come as a float). */
+function storeTime(v) {
+  if (!isBytes(v) && typeof v !== 'number') return null;
+  const n = Number(isBytes(v) ? Buffer.from(v).toString('latin1') : v);
+  return Number.isFinite(n) ? Math.max(0, Math.trunc(n)) : null;
+}
+
+/** The link's states. */
+const DOWN = 0;
+const CONNECTING = 1;
+const UP = 2;
+
+/** Members of every store: a breaker joins one fleet once, in any store. */
+let slots = 0;
+
+/**
+ * A process's store: `await FleetStore.connect(options)`, then `store.join(name, breaker)`
+ * for each breaker in fleet mode. The connection is made in the background; until it is,
+ * every member decides on its own (degraded).
+ */
+export class FleetStore {
+  #options;
+  #redis;
+  #blobs;
+  #members = new Map();
+  #names = new Set();
+  #link = DOWN;
+  #retryAt = 0;
+  #epoch = 0;
+  #clients = null;
+  #backoff;
+  #heap = [];
+  #timer = null;
+  #armedAt = Infinity;
+  #woken = [];
+  #draining = false;
+  #connects = 0;
+  #disconnects = 0;
+  #up = false;
+  #lastError = null;
+  #closed = false;
+
+  /** Use `FleetStore.connect`. */
+  constructor(options, redis, token) {
+    if (token !== TOKEN) throw new TypeError('use `await FleetStore.connect(options)`');
+    this.#options = options;
+    this.#redis = redis;
+    this.#blobs = { typeMapping: { [redis.RESP_TYPES.BLOB_STRING]: Buffer } };
+    this.#backoff = backoff(options.maxBackoffMs, options.memberId);
+    this.#connect();
+  }
+
+  /**
+   * Checks `options` (errors name the option) and starts the process's link to Redis. It
+   * resolves at once: the connection is made in the background.
+   */
+  static async connect(options) {
+    await installed();
+    const checked = readStoreOptions(options);
+    return new FleetStore(checked, await redisModule(), TOKEN);
+  }
+
+  /** This process's member id (16 hex digits), the same in every fleet it joins. */
+  get memberId() {
+    return this.#options.memberId;
+  }
+
+  /** Why the store was last given up on (a failed or slow command, a dropped connection). */
+  get lastError() {
+    return this.#lastError;
+  }
+
+  /**
+   * Makes `breaker` (created with `fleetQuorum`) a member of fleet `name`. Refused for a
+   * breaker that is a member already (of any store) and for a fleet this store has a
+   * member of (one breaker per fleet and process: a second would share its member id,
+   * lease and votes).
+   */
+  join(name, breaker) {
+    if (this.#closed) throw new Error('the store is closed');
+    if (!(breaker instanceof CircuitBreaker)) {
+      throw typeError('breaker', 'breaker must be a CircuitBreaker from tripgate', breaker);
+    }
+    if (!validFleetName(name)) {
+      throw (typeof name === 'string' ? rangeError : typeError)('name',
+        'name must be 1-128 characters of A-Z a-z 0-9 . _ - :', name);
+    }
+    if (!breaker.fleetStatus().enabled) {
+      throw rangeError('breaker', 'breaker must be created with fleetQuorum to join a fleet', breaker);
+    }
+    if (this.#names.has(name)) {
+      throw rangeError('name', `this store has a member of fleet ${JSON.stringify(name)} already (one breaker per fleet and process)`, name);
+    }
+    const entry = {
+      slot: ++slots,
+      name,
+      breaker,
+      protocol: null,
+      fleet: null,
+      woken: false,
+      askIsNews: true,
+      scheduled: null,
+      connected: false,
+      left: false,
+      last: null,
+      listener: null,
+    };
+    const link = breaker[fleetLink]((ask) => this.#wake(entry, ask));
+    if (link === null) throw rangeError('breaker', 'breaker is a member of a fleet already: leave() that membership first', breaker);
+    try {
+      // Until its first session, the breaker is on its own.
+      breaker.fleetStore({ reachable: false });
+      entry.protocol = new MemberProtocol({
+        name,
+        memberId: this.#options.memberId,
+        reconcileIntervalMs: this.#options.reconcileIntervalMs,
+        link,
+        key: this.#options.key,
+      });
+    } catch (error) {
+      breaker[fleetLink](null);
+      throw error;
+    }
+    entry.listener = (message) => this.#step(entry, 'message', message);
+    entry.fleet = new Fleet(this, entry, TOKEN);
+    this.#names.add(name);
+    this.#members.set(entry.slot, entry);
+    if (this.#link === UP) this.#subscribe(entry);
+    return entry.fleet;
+  }
+
+  /** Leaves every fleet and closes the connections; the breakers go on as local ones. */
+  async close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.allSettled([...this.#members.values()].map((entry) => this.leave(entry)));
+    this.#epoch++;
+    clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#drop(this.#clients);
+    this.#clients = null;
+    this.#link = DOWN;
+    this.#backoff.free();
+  }
+
+  // ---- members ---------------------------------------------------------------------------
+
+  /** @internal (Fleet.leave) */
+  async leave(entry) {
+    if (entry.left) return;
+    let release = null;
+    try {
+      release = entry.protocol.leave(performance.now());
+    } catch {
+      // A disposed breaker: it holds nothing to give back.
+    }
+    this.#forget(entry);
+    if (this.#link !== UP) return;
+    const { command, subscriber } = this.#clients;
+    const work = [this.#unsubscribe(subscriber, entry)];
+    if (release !== null) work.push(this.#run(command, entry.protocol.keys, release));
+    await bounded(Promise.allSettled(work), this.#options.storeTimeoutMs).catch(() => {});
+  }
+
+  /** Out of the fleet: the breaker is a local one from here on. */
+  #forget(entry) {
+    entry.last = this.status(entry);
+    entry.left = true;
+    entry.connected = false;
+    this.#members.delete(entry.slot);
+    this.#names.delete(entry.name);
+    entry.breaker[fleetLink](null);
+    try {
+      entry.breaker.fleetStore({ reachable: false });
+    } catch {
+      // Disposed: nothing is left to tell.
+    }
+    entry.protocol.free();
+  }
+
+  /** @internal (Fleet.status) */
+  status(entry) {
+    if (entry.left) return { ...entry.last, connected: false, degraded: true, leaseHeld: false };
+    const p = entry.protocol;
+    return {
+      memberId: this.#options.memberId,
+      name: entry.name,
+      connected: p.synced,
+      degraded: !p.synced,
+      leaseHeld: p.leaseHeld,
+      connects: this.#connects,
+      disconnects: this.#disconnects,
+      counts: p.counts(),
+    };
+  }
+
+  /** Called inside the breaker's call: only schedules. */
+  #wake(entry, ask) {
+    if (ask) {
+      // One ask wakes the member; the breaker keeps asking until a lease or a transition
+      // answers it, so the rest are not news (a busy caller does not spin the member).
+      if (!entry.askIsNews) return;
+      entry.askIsNews = false;
+    }
+    if (entry.woken) return;
+    entry.woken = true;
+    this.#woken.push(entry);
+    if (!this.#draining) {
+      this.#draining = true;
+      queueMicrotask(this.#drain);
+    }
+  }
+
+  #drain = () => {
+    this.#draining = false;
+    const woken = this.#woken;
+    this.#woken = [];
+    for (const entry of woken) {
+      entry.woken = false;
+      this.#step(entry, 'changed');
+    }
+  };
+
+  /**
+   * Feeds `kind` (with `data`) to a member's protocol, then books its deadline, tells its
+   * fleet handle, and starts the command it asks for.
+   */
+  #step(entry, kind, data) {
+    if (entry.left) return;
+    const now = performance.now();
+    let command;
+    try {
+      if (kind === 'message') command = entry.protocol.message(data, now);
+      else if (kind === 'reply') command = entry.protocol.reply(data, now);
+      else command = entry.protocol.input(kind, now);
+    } catch (error) {
+      // The breaker cannot answer (disposed): it leaves the fleet, and its handle says why.
+      this.#forget(entry);
+      entry.fleet.emit('left', { error });
+      if (this.#link === UP) this.#unsubscribe(this.#clients.subscriber, entry).catch(() => {});
+      return;
+    }
+    // A listener told of the transitions may have left the fleet.
+    if (entry.left) return;
+    const p = entry.protocol;
+    if (!p.wantsLease) entry.askIsNews = true;
+    this.#schedule(entry, p.deadlineMs);
+    if (p.synced !== entry.connected) {
+      entry.connected = p.synced;
+      entry.fleet.emit('degraded', { degraded: !p.synced, error: p.synced ? null : this.#lastError });
+    }
+    if (command !== null && this.#link === UP) this.#execute(entry, command);
+  }
+
+  async #execute(entry, command) {
+    const epoch = this.#epoch;
+    let reply;
+    try {
+      reply = await bounded(this.#run(this.#clients.command, entry.protocol.keys, command), this.#options.storeTimeoutMs);
+    } catch (error) {
+      if (epoch !== this.#epoch || entry.left) return;
+      if (!refused(error, this.#redis.ErrorReply)) {
+        this.#lost(error);
+        return;
+      }
+      reply = { kind: 'refused' };
+    }
+    if (epoch === this.#epoch) this.#step(entry, 'reply', reply);
+  }
+
+  // ---- the store -------------------------------------------------------------------------
+
+  #clientOptions() {
+    const o = this.#options;
+    const socket = {
+      connectTimeout: o.storeTimeoutMs,
+      // Reconnects are the member's: with its backoff, and a read back first.
+      reconnectStrategy: false,
+      ...(o.tls === undefined ? {} : { tls: true, ...o.tls }),
+    };
+    // A command while disconnected fails at once rather than waiting in a queue.
+    return { socket, disableOfflineQueue: true };
+  }
+
+  /** Starts a session: both connections, then each fleet's channel. */
+  #connect() {
+    const epoch = ++this.#epoch;
+    this.#link = CONNECTING;
+    const o = this.#options;
+    let command;
+    let subscriber;
+    if (o.cluster) {
+      command = this.#redis.createCluster({
+        rootNodes: o.urls.map((url) => ({ url })),
+        defaults: this.#clientOptions(),
+        // A node that fails is the member's to retry, with its backoff.
+        maxCommandRedirections: 4,
+      });
+      subscriber = command;
+    } else {
+      command = this.#redis.createClient({ url: o.urls[0], ...this.#clientOptions() });
+      subscriber = command.duplicate();
+    }
+    const clients = { command, subscriber };
+    this.#clients = clients;
+    const lost = (error) => {
+      if (epoch === this.#epoch) this.#lost(error);
+    };
+    for (const client of new Set([command, subscriber])) {
+      client.on('error', lost);
+      client.on('end', () => lost(new Error('the connection to the store closed')));
+    }
+    const connecting = Promise.all([...new Set([command, subscriber])].map((c) => c.connect()));
+    bounded(connecting, o.storeTimeoutMs).then(() => {
+      if (epoch !== this.#epoch) return;
+      this.#link = UP;
+      this.#up = true;
+      this.#connects++;
+      this.#backoff.up(performance.now());
+      for (const entry of this.#members.values()) this.#subscribe(entry);
+    }, lost);
+  }
+
+  #subscribe(entry) {
+    const epoch = this.#epoch;
+    const { subscriber } = this.#clients;
+    const subscribe = this.#options.cluster
+      ? subscriber.sSubscribe(entry.protocol.keys.channel, entry.listener, true)
+      : subscriber.subscribe(entry.protocol.keys.channel, entry.listener, true);
+    bounded(subscribe, this.#options.storeTimeoutMs).then(() => {
+      if (epoch === this.#epoch) this.#step(entry, 'up');
+    }, (error) => {
+      if (epoch === this.#epoch) this.#lost(error);
+    });
+  }
+
+  #unsubscribe(subscriber, entry) {
+    return this.#options.cluster
+      ? subscriber.sUnsubscribe(entry.protocol.keys.channel, entry.listener, true)
+      : subscriber.unsubscribe(entry.protocol.keys.channel, entry.listener, true);
+  }
+
+  /**
+   * The session is over: every member decides locally, and the store is tried again after
+   * the backoff (which a session that failed at once does not start over).
+   */
+  #lost(error) {
+    if (this.#link === DOWN || this.#closed) return;
+    this.#lastError = error instanceof Error ? `${error.name}: ${redact(error.message)}` : String(error);
+    if (this.#up) {
+      this.#up = false;
+      this.#disconnects++;
+    }
+    this.#epoch++;
+    const now = performance.now();
+    this.#link = DOWN;
+    this.#retryAt = now + this.#backoff.down(now);
+    this.#drop(this.#clients);
+    this.#clients = null;
+    for (const entry of [...this.#members.values()]) this.#step(entry, 'down');
+    this.#arm();
+  }
+
+  #drop(clients) {
+    if (clients === null) return;
+    for (const client of new Set([clients.command, clients.subscriber])) {
+      try {
+        client.destroy();
+      } catch {
+        // Never connected, or closed already.
+      }
+    }
+  }
+
+  // ---- time ------------------------------------------------------------------------------
+
+  /** Books a member's deadline (a min-heap of [at, entry]; a rebooked one is skipped). */
+  #schedule(entry, at) {
+    if (at === entry.scheduled) return;
+    entry.scheduled = at;
+    if (at === null) return;
+    const heap = this.#heap;
+    heap.push([at, entry]);
+    let i = heap.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (heap[parent][0] <= heap[i][0]) break;
+      [heap[parent], heap[i]] = [heap[i], heap[parent]];
+      i = parent;
+    }
+    this.#arm();
+  }
+
+  #pop() {
+    const heap = this.#heap;
+    const top = heap[0];
+    const last = heap.pop();
+    if (heap.length > 0) {
+      heap[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < heap.length && heap[l][0] < heap[m][0]) m = l;
+        if (r < heap.length && heap[r][0] < heap[m][0]) m = r;
+        if (m === i) break;
+        [heap[m], heap[i]] = [heap[i], heap[m]];
+        i = m;
+      }
+    }
+    return top;
+  }
+
+  /** One timer, for the earliest of the deadlines and the reconnect. */
+  #arm() {
+    if (this.#closed) return;
+    let at = this.#heap.length > 0 ? this.#heap[0][0] : Infinity;
+    if (this.#link === DOWN) at = Math.min(at, this.#retryAt);
+    if (at === this.#armedAt) return;
+    clearTimeout(this.#timer);
+    this.#armedAt = at;
+    this.#timer = null;
+    if (at === Infinity) return;
+    this.#timer = setTimeout(this.#alarm, Math.max(1, Math.ceil(at - performance.now())));
+    this.#timer.unref();
+  }
+
+  #alarm = () => {
+    this.#timer = null;
+    this.#armedAt = Infinity;
+    const now = performance.now();
+    if (this.#link === DOWN && now >= this.#retryAt) this.#connect();
+    while (this.#heap.length > 0 && this.#heap[0][0] <= now) {
+      const [at, entry] = this.#pop();
+      if (entry.scheduled === at && !entry.left) {
+        entry.scheduled = null;
+        this.#step(entry, 'tick');
+      }
+    }
+    this.#arm();
+  };
+
+  // ---- commands --------------------------------------------------------------------------
+
+  /** Runs a script by its hash, loading it on a store that does not have it yet. */
+  async #script(client, name, keys, args) {
+    const tail = [String(keys.length), ...keys, ...args.map(String)];
+    const send = (args) => (this.#options.cluster
+      ? client.sendCommand(keys[0], false, args, this.#blobs)
+      : client.sendCommand(args, this.#blobs));
+    try {
+      return await send(['EVALSHA', SHA[name], ...tail]);
+    } catch (error) {
+      if (!(error instanceof this.#redis.ErrorReply) || !String(error.message).startsWith('NOSCRIPT')) throw error;
+      return send(['EVAL', SCRIPTS[name], ...tail]);
+    }
+  }
+
+  /** Executes a protocol command; its reply as the protocol reads it. */
+  async #run(client, keys, command) {
+    const publish = this.#options.cluster ? 'SPUBLISH' : 'PUBLISH';
+    const script = (name, k, args) => this.#script(client, name, k, args);
+    switch (command.kind) {
+      case 'read': {
+        const r = await script('read', [keys.event, keys.gen], [fleetTables.maxLine]);
+        if (!Array.isArray(r) || r.length !== 3 || !bytesOrNull(r[0]) || !Number.isInteger(r[1]) || !bytesOrNull(r[2])) {
+          throw new WrongShape();
+        }
+        return { kind: 'read', event: r[0], eventTtlMs: r[1], generation: r[2] };
+      }
+      case 'vote': {
+        const r = await script('vote', [keys.votes], [command.entry, Math.max(1, command.windowMs), fleetTables.maxVotes, fleetTables.maxLine]);
+        const nowMs = Array.isArray(r) ? storeTime(r[0]) : null;
+        if (nowMs === null) throw new WrongShape();
+        const votes = [];
+        for (let i = 1; i + 1 < r.length; i += 2) {
+          const at = storeTime(r[i + 1]);
+          // Anything else in the reply is not a vote.
+          if (isBytes(r[i]) && at !== null) votes.push([r[i], at]);
+        }
+        return { kind: 'voted', nowMs, votes };
+      }
+      case 'next-generation': {
+        const send = ['INCR', keys.gen];
+        const value = await (this.#options.cluster
+          ? client.sendCommand(keys.gen, false, send, this.#blobs)
+          : client.sendCommand(send, this.#blobs));
+        if (typeof value !== 'number') throw new WrongShape();
+        return { kind: 'generation', value };
+      }
+      case 'publish':
+        await script('publish', [keys.event, keys.votes], [keys.channel, command.line, command.expireMs ?? 0, publish]);
+        return { kind: 'published' };
+      case 'take-lease': {
+        const r = await script('take', [keys.lease], [command.holder, Math.max(1, command.ms)]);
+        if (!Array.isArray(r) || r.length !== 2 || !Number.isInteger(r[0]) || !Number.isInteger(r[1])) throw new WrongShape();
+        return { kind: 'lease', held: r[0] === 1, ttlMs: r[1] };
+      }
+      case 'renew-lease': {
+        const r = await script('renew', [keys.lease], [command.holder, Math.max(1, command.ms)]);
+        if (!Number.isInteger(r)) throw new WrongShape();
+        return { kind: 'renewed', renewed: r === 1 };
+      }
+      case 'release-lease':
+        await script('release', [keys.lease], [command.holder, keys.channel, command.notice, publish]);
+        return { kind: 'released' };
+      case 'repair':
+        await script('repair', [keys.gen], [command.floor]);
+        return { kind: 'repaired' };
+      default:
+        throw new WrongShape();
+    }
+  }
+}
+
+/** A breaker's membership of a fleet (an EventEmitter). */
+export class Fleet extends EventEmitter {
+  #store;
+  #entry;
+
+  /** Use `store.join(name, breaker)`. */
+  constructor(store, entry, token) {
+    super();
+    if (token !== TOKEN) throw new TypeError('use `store.join(name, breaker)`');
+    this.#store = store;
+    this.#entry = entry;
+  }
+
+  /** The fleet's name. */
+  get name() {
+    return this.#entry.name;
+  }
+
+  /** The store this member runs on. */
+  get store() {
+    return this.#store;
+  }
+
+  /**
+   * The member now: `{ memberId, name, connected, degraded, leaseHeld, connects,
+   * disconnects, counts }` (`counts`: what its protocol counted, `ignored` by reason).
+   */
+  status() {
+    return this.#store.status(this.#entry);
+  }
+
+  /**
+   * Resolves true once the member follows its fleet (connected, subscribed, its fleet's
+   * state read back), or false if that takes longer than `timeoutMs`.
+   */
+  ready(timeoutMs = 5_000) {
+    if (this.#entry.connected) return Promise.resolve(true);
+    if (this.#entry.left) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = (value) => {
+        clearTimeout(timer);
+        this.off('degraded', changed);
+        this.off('left', gone);
+        resolve(value);
+      };
+      const changed = ({ degraded }) => {
+        if (!degraded) done(true);
+      };
+      const gone = () => done(false);
+      const timer = setTimeout(() => done(false), timeoutMs);
+      this.on('degraded', changed);
+      this.on('left', gone);
+    });
+  }
+
+  /**
+   * Leaves the fleet: the breaker is a local one when this is called, and a lease it held
+   * is given back (within `storeTimeoutMs`).
+   */
+  leave() {
+    return this.#store.leave(this.#entry);
+  }
+}
+
+const TOKEN = Symbol('tripgate.fleet');
+
+/** The wasm module is installed by the entry point; Node's installs it at import. */
+async function installed() {
+  const { wasm } = await import('../tables.js');
+  if (wasm === null) await import('../node.js');
+}
+
+async function redisModule() {
+  try {
+    return await import('redis');
+  } catch (cause) {
+    const error = new Error('tripgate/fleet needs the npm package redis 6 (an optional peer dependency): npm install redis@6');
+    error.code = 'ERR_TRIPGATE_NO_REDIS';
+    error.cause = cause;
+    throw error;
+  }
+}
