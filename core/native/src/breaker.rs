@@ -74,14 +74,15 @@ impl<C: Clock> Breaker<C> {
     /// (`acquire_untimed`); every other state reads it once.
     #[inline(always)]
     pub fn acquire(&self) -> Result<Permit<'_, C>, Rejection> {
-        let (decision, caused) = self.admit();
+        let mut caused = None;
+        let decision = self.admit(&mut caused);
         // The permit exists before the listener hears of the transitions: whatever the
         // listener does, the permit is recorded or dropped as a permit.
         let permit = decision.map(|permit| Permit {
             breaker: self,
             permit: Some(permit),
         });
-        self.notify(caused);
+        self.notify(&caused);
         permit
     }
 
@@ -89,34 +90,31 @@ impl<C: Clock> Breaker<C> {
     /// tasks that must be `'static` (the tower layer's response future).
     #[inline(always)]
     pub fn acquire_owned(self: &Arc<Self>) -> Result<OwnedPermit<C>, Rejection> {
-        let (decision, caused) = self.admit();
+        let mut caused = None;
+        let decision = self.admit(&mut caused);
         let permit = decision.map(|permit| OwnedPermit {
             breaker: Arc::clone(self),
             permit: Some(permit),
         });
-        self.notify(caused);
+        self.notify(&caused);
         permit
     }
 
-    /// The core's decision and the transitions it caused, with the lock released.
+    /// The core's decision, with the lock released; the transitions it caused are put in
+    /// `caused`.
     #[inline(always)]
-    fn admit(
-        &self,
-    ) -> (
-        Result<tripgate_core::Permit, Rejection>,
-        Option<Transitions>,
-    ) {
+    fn admit(&self, caused: &mut Option<Transitions>) -> Result<tripgate_core::Permit, Rejection> {
         // The `_into` forms: a call that causes no transition moves a permit, not the
-        // core's whole `Admission`, out of the lock.
-        let mut caused = None;
+        // core's whole `Admission`, out of the lock; and `caused` stays where the caller
+        // made it, so the transitions (a few dozen bytes) are never moved, only tested.
         let decision = self
             .core
             .lock()
-            .acquire_reading(|| self.clock.now(), &mut caused);
+            .acquire_reading(|| self.clock.now(), caused);
         if let Err(rejection) = &decision {
             self.listener.turned_away(rejection.reason);
         }
-        (decision, caused)
+        decision
     }
 
     /// Takes a core permit back with its outcome at the clock's `now`.
@@ -130,7 +128,7 @@ impl<C: Clock> Breaker<C> {
             .core
             .lock()
             .record_into(permit, outcome, now, &mut caused);
-        self.notify(caused);
+        self.notify(&caused);
         if probe {
             self.listener.probe_recorded();
         }
@@ -278,7 +276,7 @@ impl<C: Clock> Breaker<C> {
     }
 
     #[inline(always)]
-    fn notify(&self, caused: Option<Transitions>) {
+    fn notify(&self, caused: &Option<Transitions>) {
         if let Some(transitions) = caused {
             self.listener.tell(transitions.as_slice());
         }
