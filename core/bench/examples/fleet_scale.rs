@@ -50,7 +50,7 @@ fn main() {
         println!("| round | cooldown end → fleet closed | members closed | commands in the round | busy member's rejected calls |");
         println!("|---:|---:|---:|---:|---:|");
         for round in 1..=5 {
-            recovery(&url, &mut conn, round).await;
+            recovery(&redis, &url, round).await;
         }
     });
 }
@@ -95,12 +95,12 @@ async fn scale(
         }
     }
     let clients = connected_clients(conn).await.saturating_sub(1);
-    let commands = command_calls(conn).await;
+    let commands = redis.commands_sent().unwrap();
     let (cpu, server_cpu) = (process_cpu(None), process_cpu(redis.pid()));
     tokio::time::sleep(window).await;
     let cpu = process_cpu(None) - cpu;
     let server_cpu = process_cpu(redis.pid()) - server_cpu;
-    let commands = command_calls(conn).await - commands;
+    let commands = redis.commands_sent().unwrap() - commands;
     let seconds = window.as_secs_f64();
     println!(
         "| {n} | {} | {clients} | {:.2} % | {:.2} % | {:.1} |",
@@ -117,7 +117,7 @@ async fn scale(
     }
 }
 
-async fn recovery(url: &str, conn: &mut redis::aio::MultiplexedConnection, round: u32) {
+async fn recovery(redis: &RedisServer, url: &str, round: u32) {
     let name = format!("recovery-{round}");
     let members: Vec<(Arc<Breaker>, tripgate_redis::Fleet)> = (0..10)
         .map(|i| {
@@ -173,7 +173,10 @@ async fn recovery(url: &str, conn: &mut redis::aio::MultiplexedConnection, round
     while !members.iter().all(|(b, _)| b.state() == State::Open) {
         tokio::time::sleep(Duration::from_millis(1)).await;
         if opening.elapsed() > Duration::from_secs(30) {
-            let states: Vec<_> = members.iter().map(|(b, f)| (b.state(), f.status())).collect();
+            let states: Vec<_> = members
+                .iter()
+                .map(|(b, f)| (b.state(), f.status()))
+                .collect();
             panic!("round {round}: the fleet did not open: {states:?}");
         }
     }
@@ -186,7 +189,10 @@ async fn recovery(url: &str, conn: &mut redis::aio::MultiplexedConnection, round
         .unwrap_or(0);
     tokio::time::sleep(Duration::from_nanos(remaining)).await;
     let cooldown_end = Instant::now();
-    let (commands, rejected_before) = (command_calls(conn).await, rejected.load(Ordering::Relaxed));
+    let (commands, rejected_before) = (
+        redis.commands_sent().unwrap(),
+        rejected.load(Ordering::Relaxed),
+    );
     while !members.iter().all(|(b, _)| b.state() == State::Closed) {
         tokio::time::sleep(Duration::from_millis(1)).await;
         if cooldown_end.elapsed() > Duration::from_secs(60) {
@@ -198,7 +204,7 @@ async fn recovery(url: &str, conn: &mut redis::aio::MultiplexedConnection, round
         .iter()
         .filter(|(b, _)| b.state() == State::Closed)
         .count();
-    let commands = command_calls(conn).await - commands;
+    let commands = redis.commands_sent().unwrap() - commands;
     stop.store(true, Ordering::Relaxed);
     for caller in callers {
         let _ = caller.await;
@@ -228,41 +234,6 @@ fn process_cpu(pid: Option<u32>) -> f64 {
             .unwrap_or(0.0)
     };
     (ticks(11) + ticks(12)) / 100.0
-}
-
-/// Commands clients sent (`INFO commandstats`, without a script's own commands).
-async fn command_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    const SENT: [&str; 11] = [
-        "evalsha",
-        "eval",
-        "script|load",
-        "incr",
-        "subscribe",
-        "ssubscribe",
-        "unsubscribe",
-        "sunsubscribe",
-        "hello",
-        "ping",
-        "client|setinfo",
-    ];
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(conn)
-        .await
-        .unwrap();
-    info.lines()
-        .filter_map(|line| {
-            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            SENT.contains(&name).then_some(())?;
-            stats
-                .split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
 }
 
 async fn connected_clients(conn: &mut redis::aio::MultiplexedConnection) -> u64 {

@@ -88,6 +88,13 @@ impl RedisServer {
         self.port
     }
 
+    /// Commands clients sent it since it started (`INFO commandstats`): fleet members'
+    /// scripts and `INCR`, and what connecting and subscribing take. The commands a
+    /// script runs are counted by Redis too, but are part of its one round trip: left out.
+    pub fn commands_sent(&self) -> Result<u64, ServerError> {
+        commands_sent(self.port)
+    }
+
     /// The server's process id, while it runs (to read its CPU time, say).
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
@@ -364,6 +371,71 @@ fn free_port() -> Result<u16, ServerError> {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| ServerError(format!("finding a free port: {e}")))
+}
+
+/// What fleet members send at top level, by `INFO commandstats` name.
+const SENT: [&str; 11] = [
+    "evalsha",
+    "eval",
+    "script|load",
+    "incr",
+    "subscribe",
+    "ssubscribe",
+    "unsubscribe",
+    "sunsubscribe",
+    "hello",
+    "ping",
+    "client|setinfo",
+];
+
+fn commands_sent(port: u16) -> Result<u64, ServerError> {
+    let info = info(port, "commandstats")?;
+    Ok(info
+        .lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            SENT.contains(&name).then_some(())?;
+            stats
+                .split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum())
+}
+
+/// `INFO <section>` over a plain connection (RESP: a bulk string).
+fn info(port: u16, section: &str) -> Result<String, ServerError> {
+    let failed = |e: std::io::Error| ServerError(format!("INFO {section} on port {port}: {e}"));
+    let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).map_err(failed)?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(failed)?;
+    stream
+        .write_all(format!("INFO {section}\r\n").as_bytes())
+        .map_err(failed)?;
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk).map_err(failed)?;
+        if n == 0 {
+            break;
+        }
+        reply.extend_from_slice(chunk.get(..n).unwrap_or_default());
+        // `$<len>\r\n<body>\r\n`: done once the body is in.
+        let text = String::from_utf8_lossy(&reply);
+        if let Some((head, body)) = text.split_once("\r\n") {
+            let len: usize = head.trim_start_matches('$').parse().unwrap_or(0);
+            if body.len() >= len {
+                return Ok(body.chars().take(len).collect());
+            }
+        }
+    }
+    Err(ServerError(format!(
+        "INFO {section}: the reply ended early"
+    )))
 }
 
 fn ping(port: u16) -> bool {

@@ -233,7 +233,7 @@ async fn a_broken_lease_key_blocks_nothing() {
                 .await
                 .unwrap(),
         }
-        let commands_before = command_calls(&mut conn).await;
+        let commands_before = redis.commands_sent().unwrap();
         let started = Instant::now();
         a.clock.advance(COOLDOWN);
         b.clock.advance(COOLDOWN);
@@ -243,7 +243,7 @@ async fn a_broken_lease_key_blocks_nothing() {
         assert!(took <= Duration::from_millis(1_500), "{case}: {took:?}");
         a.breaker.acquire().unwrap().record(Outcome::Success);
         eventually("B closed", || b.breaker.state() == State::Closed).await;
-        let commands = command_calls(&mut conn).await - commands_before;
+        let commands = redis.commands_sent().unwrap() - commands_before;
         // Two members reading back every 100 ms; a take, a probe's close (a generation and
         // a publish), the lease given back, each script loaded once: dozens, not thousands.
         let reads = 2 * (started.elapsed().as_millis() as u64 / 100 + 2);
@@ -457,7 +457,7 @@ async fn waiting_members_and_many_fleets_cost_little() {
     let holder = probe_round(&members).await;
     let probe = members[holder].breaker.acquire().unwrap();
     // Every waiting member keeps turning callers away; the holder keeps its probe out.
-    let before = command_calls(&mut conn).await;
+    let before = redis.commands_sent().unwrap();
     let window = Instant::now();
     while window.elapsed() < Duration::from_millis(500) {
         for m in &members {
@@ -465,7 +465,7 @@ async fn waiting_members_and_many_fleets_cost_little() {
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    let commands = command_calls(&mut conn).await - before;
+    let commands = redis.commands_sent().unwrap() - before;
     let reads = 10 * (window.elapsed().as_millis() as u64 / 100 + 1);
     assert!(
         commands <= reads + 10,

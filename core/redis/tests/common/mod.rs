@@ -163,40 +163,6 @@ pub async fn graduate(members: &[Member]) -> usize {
     holder
 }
 
-/// Commands members sent the store (`INFO commandstats`): the protocol's scripts and
-/// `INCR`, and what connecting and subscribing take. (A script's own commands are counted
-/// by Redis too, but are part of its one round trip.)
-pub async fn command_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    const SENT: [&str; 11] = [
-        "evalsha",
-        "eval",
-        "script|load",
-        "incr",
-        "subscribe",
-        "ssubscribe",
-        "unsubscribe",
-        "sunsubscribe",
-        "hello",
-        "ping",
-        "client|setinfo",
-    ];
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(conn)
-        .await
-        .unwrap();
-    info.lines()
-        .filter_map(|line| {
-            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            if !SENT.contains(&name) {
-                return None;
-            }
-            let calls = stats.split("calls=").nth(1)?;
-            calls.split(',').next()?.parse::<u64>().ok()
-        })
-        .sum()
-}
-
 /// Clients connected to the store.
 pub async fn connected_clients(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
     let info: String = redis::cmd("INFO")

@@ -83,6 +83,9 @@ pub struct RunLog {
     pub members: Vec<MemberLog>,
     pub seen: Vec<upstream::Seen>,
     pub probes: Vec<(u64, i64)>,
+    /// Commands the members sent the store from the start to the kill, and over how many
+    /// seconds (fleet mode on).
+    pub store_commands: Option<(u64, f64)>,
 }
 
 struct Spawned {
@@ -310,6 +313,14 @@ fn run_once(
     }
     let start = Instant::now();
     let start_us = unix_us();
+    let sent = |redis: &Option<RedisServer>| {
+        redis
+            .as_ref()
+            .filter(|_| plan.redis.is_some())
+            .and_then(|server| server.commands_sent().ok())
+    };
+    let sent_at_start = sent(redis);
+    let mut store_commands = None;
     progress(title, start, &format!("{MEMBERS} members ready"));
     if let Some(i) = broken {
         let label = members[i]
@@ -342,6 +353,9 @@ fn run_once(
         upstream.set(Phase::Healthy);
         progress(title, start, "upstream healthy");
         at(marks.kill);
+        if let (Some(first), Some(last)) = (sent_at_start, sent(redis)) {
+            store_commands = Some((last.saturating_sub(first), start.elapsed().as_secs_f64()));
+        }
         if let Some(server) = redis.as_mut().filter(|_| plan.redis.is_some()) {
             server.kill();
             progress(title, start, "redis-server killed");
@@ -379,6 +393,7 @@ fn run_once(
             .collect(),
         seen,
         probes,
+        store_commands,
     })
 }
 

@@ -23,6 +23,9 @@ pub struct Figures {
 pub struct Table {
     pub off: Figures,
     pub on: Figures,
+    /// Commands the members sent the store, and over how many seconds (fleet mode on,
+    /// before the kill).
+    pub store_commands: Option<(u64, f64)>,
     /// Members other than the broken one that left closed, and whether the broken one
     /// opened (Q = 2 run).
     pub quorum_others_opened: usize,
@@ -166,6 +169,7 @@ impl Table {
         Self {
             off: figures(off),
             on: figures(on),
+            store_commands: on.store_commands,
             quorum_others_opened: quorum
                 .members
                 .iter()
@@ -224,6 +228,18 @@ impl Table {
             "close propagation p50 / p99",
             "—".into(),
             p50_p99(&self.on.close_delays),
+        );
+        row(
+            &mut s,
+            &format!("store commands/s, all {n} members (to the kill)"),
+            "—".into(),
+            self.store_commands
+                .map_or("—".into(), |(commands, seconds)| {
+                    format!(
+                        "{:.1} ({commands} in {seconds:.1} s)",
+                        commands as f64 / seconds
+                    )
+                }),
         );
         let _ = writeln!(
             s,
