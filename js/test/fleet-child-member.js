@@ -5,7 +5,9 @@
 //   node test/fleet-child-member.js <redis-url> <fleet> <member-name> <breaker-options-json>
 //
 // stdin, one command a line: `advance <ms>`, `acquire` (turned away or a permit, kept),
-// `record <outcome>` (the kept permit), `status`. stdout, one JSON line each:
+// `record <outcome>` (the kept permit), `status`, and `time-out <ms>`: the kept permit's
+// call times out after `ms` of real time (a timer, as a fetch with a timeout has), its
+// clock a minute later, and fails. stdout, one JSON line each:
 // `{ "ready": true }` once joined, then `{ "reply": …, "status": { state, generation,
 // breakerLease, connected, leaseHeld, counts } }` per command.
 import { createInterface } from 'node:readline';
@@ -22,6 +24,8 @@ const store = await FleetStore.connect({ url, key: KEY, member: memberName, reco
 const fleet = store.join(name, breaker);
 await fleet.ready();
 let permit = -1;
+const transitions = [];
+breaker.on('transition', (t) => transitions.push(`${t.from}>${t.to}:${t.reason}`));
 
 const status = () => {
   const s = fleet.status();
@@ -33,6 +37,7 @@ const status = () => {
     connected: s.connected,
     leaseHeld: s.leaseHeld,
     counts: s.counts,
+    transitions,
   };
 };
 const say = (reply) => process.stdout.write(`${JSON.stringify({ reply, status: status() })}\n`);
@@ -50,6 +55,14 @@ for await (const line of createInterface({ input: process.stdin })) {
   } else if (command === 'record') {
     say(breaker.record(permit, Number.isNaN(Number(arg)) ? arg : Number(arg)));
     permit = -1;
+  } else if (command === 'time-out') {
+    const timedOut = permit;
+    permit = -1;
+    setTimeout(() => {
+      clock.advance(60_000);
+      breaker.record(timedOut, 'timeout');
+    }, Number(arg));
+    say(null);
   } else if (command === 'status') {
     say(null);
   }

@@ -18,10 +18,13 @@ import {
 } from './fleet-helpers.js';
 import { startRedis } from './redis-server.js';
 
-/** Opens fleet `name` through `tripper` and waits until every member applied it. */
+/** Opens the fleet through `tripper` and waits until every member applied it (the tripper too). */
 async function opened(tripper, list) {
+  const generation = tripper.breaker.fleetStatus().generation + 1;
   trip(tripper.breaker);
-  for (const m of list) await waitFor(() => m.breaker.state === 'open', 'the open applied');
+  for (const m of list) {
+    await waitFor(() => m.breaker.fleetStatus().generation >= generation && m.breaker.state === 'open', 'the open applied');
+  }
 }
 
 const pastCooldown = (list) => {
@@ -116,7 +119,7 @@ describe('fleet mode against uneven traffic and a hostile store', () => {
     await closeAll([a, b]);
   });
 
-  test('2. a member frozen (SIGSTOP) while holding the lease, thawed (SIGCONT) after a survivor closed the fleet, does not re-open it', async () => {
+  test('2. a member frozen (SIGSTOP) while holding the lease leads nothing when thawed (SIGCONT): its lapsed lease publishes nothing, and after a survivor closed the fleet it does not re-open it', async () => {
     const name = fleetName('frozen');
     const config = breakerOptions({ probeTimeoutMs: 1_000 });
     const child = spawn(process.execPath, [fileURLToPath(new URL('./fleet-child-member.js', import.meta.url)),
@@ -127,7 +130,7 @@ describe('fleet mode against uneven traffic and a hostile store', () => {
       child.stdin.write(`${command}\n`);
       return next();
     };
-    const frozenStatus = async (what, check) => {
+    const frozen = async (what, check) => {
       const end = Date.now() + 5_000;
       for (;;) {
         const { status } = await ask('status');
@@ -136,42 +139,62 @@ describe('fleet mode against uneven traffic and a hostile store', () => {
         await sleep(5);
       }
     };
+    const gen = async () => raw.get(keys(name).gen);
+    /**
+     * The child takes the lease and sends a probe whose call times out in `ms`; then it is
+     * frozen, until the survivor holds the lease and has its own probe out (returned).
+     */
+    const freezeHolding = async (survivor, ms) => {
+      survivor.clock.advance(survivor.breaker.metrics().cooldownRemainingMs);
+      const { status } = await ask('status');
+      assert.equal(status.state, 'open');
+      await ask('advance 100000');
+      assert.deepEqual((await ask('acquire')).reply, { rejected: 'probing-elsewhere' });
+      await frozen('the child holds the lease', (s) => s.breakerLease && s.leaseHeld);
+      assert.equal((await ask('acquire')).reply.probe, true);
+      await ask(`time-out ${ms}`);
+      child.kill('SIGSTOP');
+      // The survivor's caller asks; the lease is the frozen member's until it runs out on
+      // the store's clock, then the survivor's.
+      assert.equal(survivor.breaker.acquire(), Rejected.PROBING_ELSEWHERE);
+      await waitFor(() => survivor.breaker.fleetStatus().leaseHeld, 'the survivor holds the lease');
+      const probe = survivor.breaker.acquire();
+      assert.ok(CircuitBreaker.isProbe(probe));
+      return probe;
+    };
     try {
       assert.equal((await next()).ready, true);
       const survivor = await member(redis.url, name, { breaker: { probeTimeoutMs: 1_000 } });
       await connected([survivor]);
-      trip(survivor.breaker);
-      await frozenStatus('the open applied', (s) => s.generation === 1 && s.state === 'open');
-      // Past the cooldown, the child's caller is turned away, it takes the lease and its
-      // probe goes out.
-      survivor.clock.advance(10_000);
-      await ask('advance 10000');
-      assert.deepEqual((await ask('acquire')).reply, { rejected: 'probing-elsewhere' });
-      await frozenStatus('the child holds the lease', (s) => s.breakerLease && s.leaseHeld);
-      assert.deepEqual((await ask('acquire')).reply.probe, true);
-      child.kill('SIGSTOP');
-      try {
-        // The survivor's caller asks; the lease is the frozen member's until it runs out
-        // on the store's clock, then the survivor's, whose probe closes the fleet.
-        assert.equal(survivor.breaker.acquire(), Rejected.PROBING_ELSEWHERE);
-        await waitFor(() => survivor.breaker.fleetStatus().leaseHeld, 'the survivor holds the lease');
-        survivor.breaker.record(survivor.breaker.acquire(), 200);
-        await waitFor(async () => (await raw.get(keys(name).gen)) === '2', 'the close published');
-        assert.equal(survivor.breaker.state, 'closed');
-      } finally {
-        child.kill('SIGCONT');
-      }
-      // Thawed: long past its lease, the frozen member's probe fails.
-      await ask('advance 60000');
-      await ask('record 503');
-      const thawed = await frozenStatus('the close applied and three reads back',
-        (s) => s.generation === 2 && s.connected);
-      const reads = thawed.counts.reconciles;
-      await frozenStatus('three more reads back', (s) => s.counts.reconciles >= reads + 3);
-      assert.equal(await raw.get(keys(name).gen), '2', 'nothing published after the close');
-      assert.match(await raw.get(keys(name).event), / 2 close 0 /);
+      await opened(survivor, [survivor]);
+      await frozen('the open applied', (s) => s.generation === 1);
+
+      // Thawed while the survivor's round goes on: the frozen member's probe times out long
+      // past its lease. Its round led nothing: it opens alone, and publishes nothing.
+      const first = await freezeHolding(survivor, 300);
+      child.kill('SIGCONT');
+      await frozen('the timed-out probe', (s) => s.transitions.includes('half-open>open:probe-timeout'));
+      const reads = (await ask('status')).status.counts.reconciles;
+      await frozen('three reads back', (s) => s.counts.reconciles >= reads + 3);
+      assert.equal(await gen(), '1', 'a lapsed lease published nothing');
+      assert.equal(survivor.breaker.state, 'half-open');
+      assert.ok(survivor.breaker.fleetStatus().leaseHeld, 'the survivor\'s round goes on');
+      survivor.breaker.record(first, 503);
+      await frozen('the survivor\'s re-open applied', (s) => s.generation === 2);
+      await waitFor(() => survivor.breaker.fleetStatus().generation === 2, 'the survivor applied its own re-open');
+
+      // Thawed after the survivor closed the fleet: whatever the frozen member reads first
+      // (the close, or its probe's time-out), the fleet stays closed.
+      survivor.breaker.record(await freezeHolding(survivor, 300), 200);
+      await waitFor(async () => (await gen()) === '3', 'the close published');
       assert.equal(survivor.breaker.state, 'closed');
-      assert.deepEqual(survivor.transitions.slice(-1), ['half-open>closed:probes-succeeded']);
+      child.kill('SIGCONT');
+      const thawed = await frozen('the close applied', (s) => s.generation === 3 && s.connected);
+      await frozen('three more reads back', (s) => s.counts.reconciles >= thawed.counts.reconciles + 3);
+      assert.equal(await gen(), '3', 'nothing published after the close');
+      assert.match(await raw.get(keys(name).event), / 3 close 0 /);
+      assert.equal(survivor.breaker.state, 'closed');
+      assert.equal(survivor.transitions.at(-1), 'half-open>closed:probes-succeeded');
       await closeAll([survivor]);
     } finally {
       child.kill('SIGCONT');
