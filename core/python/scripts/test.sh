@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the Python package (one abi3 wheel, maturin) in a venv, installs it as a user
-# would, and runs its tests: every shared vector, the metrics scenario against
-# tests/metrics/expected.prom and promtool, the API, asyncio, classification against real
-# services on 127.0.0.1.
+# Builds the Python package (one abi3 wheel, maturin) in a venv with the pinned test
+# dependencies and bench peers, installs it as a user would, and runs its tests: every
+# shared vector, the metrics scenario against tests/metrics/expected.prom and promtool, the
+# API, asyncio, classification against real services on 127.0.0.1, the brownout's verdicts,
+# and a one-run smoke of the bench (which asserts no speed).
 #
 #   bash core/python/scripts/test.sh        (from anywhere; tests/run-all.sh runs it)
 #
@@ -22,7 +23,8 @@ PYTHON="${PYTHON:-python3}"
 if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$HERE/requirements-test.txt"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+  -r "$HERE/requirements-test.txt" -r "$HERE/requirements-bench.txt"
 
 rm -rf "$TARGET/python-wheels"
 "$VENV/bin/maturin" build --release --quiet -m "$HERE/Cargo.toml" --out "$TARGET/python-wheels" \
