@@ -51,7 +51,10 @@ pub fn prepare(request: IncomingRequest) -> Result<Prepared, Refused> {
         .headers()
         .entries()
         .into_iter()
-        .filter(|(name, _)| !name.eq_ignore_ascii_case("host"))
+        // The guard sets the upstream's host, and marks probes itself.
+        .filter(|(name, _)| {
+            !name.eq_ignore_ascii_case("host") && !name.eq_ignore_ascii_case("x-tripgate-probe")
+        })
         .collect();
     let body = request.consume().map_err(|()| Refused {
         status: 500,

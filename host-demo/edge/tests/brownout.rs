@@ -3,7 +3,7 @@
 //!
 //! The breaker is the demo's (threshold 5, K = 2 probes, M = 2 successes) with a 1 s
 //! cooldown on a scripted clock: the test moves time past the cooldown instead of
-//! waiting for it. The upstream's phases run in real time (the 200 ms deadline, the cold
+//! waiting for it. The upstream's phases run in real time (the 300 ms deadline, the cold
 //! fills), kept short.
 
 mod common;
@@ -62,11 +62,11 @@ fn the_demo_phases_through_the_composed_guard() {
         );
     }
 
-    // Recovery: the cooldown passes; the upstream restarts cold (4 fills of 150 ms, 2 at
+    // Recovery: the cooldown passes; the upstream restarts cold (4 fills of 80 ms, 2 at
     // a time). Six clients press on until each has had 3 answers from the upstream.
     clock.advance(Duration::from_secs(1));
     let counts = upstream.phase(Behaviour::Cold {
-        fill: Duration::from_millis(150),
+        fill: Duration::from_millis(80),
         slots: 2,
         fills: 4,
     });
@@ -102,7 +102,7 @@ fn the_demo_phases_through_the_composed_guard() {
     );
     assert_eq!(counts.received.load(Ordering::SeqCst), 60);
 
-    // The hang: the upstream stalls past the 200 ms deadline. Hang detection needs the
+    // The hang: the upstream stalls past the 300 ms deadline. Hang detection needs the
     // calls in flight, and an instance sees only its own, so the breaker trips on the
     // timeouts themselves: THRESHOLD calls time out (504) before the first rejection.
     let counts = upstream.phase(Behaviour::Hang(Duration::from_secs(3)));

@@ -202,11 +202,11 @@ fn serve(stream: TcpStream, shared: &Shared) {
 }
 
 /// The guard's settings for one upstream at `/`: the demo's breaker (threshold 5,
-/// K = 2 probes, M = 2 successes) with a 1 s cooldown and a 200 ms deadline.
+/// K = 2 probes, M = 2 successes) with a 1 s cooldown and a 300 ms deadline.
 pub fn settings(upstream: &str) -> Vec<(&'static str, String)> {
     vec![
         ("TRIPGATE_UPSTREAMS", format!("/={upstream}")),
-        ("TRIPGATE_TIMEOUT_MS", "200".into()),
+        ("TRIPGATE_TIMEOUT_MS", "300".into()),
         ("TRIPGATE_FAILURE_THRESHOLD", "5".into()),
         ("TRIPGATE_MIN_CALLS", "5".into()),
         ("TRIPGATE_COOLDOWN_MS", "1000".into()),
