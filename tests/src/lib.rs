@@ -184,7 +184,12 @@ pub fn metric_map(m: &Metrics) -> BTreeMap<String, Value> {
 
 /// The vector files, sorted by name.
 pub fn vector_files() -> Result<Vec<PathBuf>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors");
+    json_files("vectors")
+}
+
+/// The `.json` files of a folder under `tests/`, sorted by name.
+pub fn json_files(folder: &str) -> Result<Vec<PathBuf>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))

@@ -2,7 +2,7 @@
 //! `tests/vectors/README.md`) against the core's member protocol, with a core `Breaker` as
 //! its breaker and HMAC-SHA256 as its signer: what every Rust fleet adapter executes.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use hmac::{Hmac, Mac};
@@ -85,14 +85,7 @@ pub fn command_json(command: &Command) -> Value {
 
 /// The protocol vector files.
 pub fn protocol_files() -> Result<Vec<PathBuf>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors/protocol");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
-    Ok(files)
+    crate::json_files("vectors/protocol")
 }
 
 /// Runs every protocol vector; how many ran.

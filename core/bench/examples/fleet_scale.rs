@@ -11,6 +11,12 @@
 //!    then on; measured from the end of the cooldown to the last member closed, with the
 //!    commands sent meanwhile. Five rounds.
 //!
+//! 3. **A Redis Cluster** of three masters (started here): three member processes over
+//!    sharded pub/sub; how long a trip takes to open every member, and a probe round to
+//!    close them; the master of the fleet's slot killed: how long until every member is
+//!    degraded; restarted: how long until every member is back, and until a trip made
+//!    meanwhile reached the others. Three rounds.
+//!
 //! Each line is one measurement, as a Markdown table row.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tripgate::{Breaker, Config, Outcome, State, SECOND};
-use tripgate_redis::server::RedisServer;
+use tripgate_redis::server::{RedisCluster, RedisServer};
 use tripgate_redis::{Options, Store};
 
 fn main() {
@@ -34,16 +40,11 @@ fn main() {
     runtime.block_on(async move {
         let redis = RedisServer::start(&[]).expect("redis-server");
         let url = redis.url(None);
-        let mut conn = redis::Client::open(url.as_str())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
         println!("| breakers | fleet mode | connections | process CPU | redis-server CPU | commands/s |");
         println!("|---:|---|---:|---:|---:|---:|");
         for n in [1usize, 50, 500] {
             for on in [false, true] {
-                scale(&redis, &url, &mut conn, n, on, Duration::from_secs(idle)).await;
+                scale(&redis, &url, n, on, Duration::from_secs(idle)).await;
             }
         }
         println!();
@@ -51,6 +52,12 @@ fn main() {
         println!("|---:|---:|---:|---:|---:|");
         for round in 1..=5 {
             recovery(&redis, &url, round).await;
+        }
+        println!();
+        println!("| round | trip → all open | probe → all closed | master killed → all degraded | restarted → all back | restarted → the trip made meanwhile reached all |");
+        println!("|---:|---:|---:|---:|---:|---:|");
+        for round in 1..=3 {
+            cluster(round).await;
         }
     });
 }
@@ -68,14 +75,7 @@ fn config(quorum: Option<u8>) -> Config {
     }
 }
 
-async fn scale(
-    redis: &RedisServer,
-    url: &str,
-    conn: &mut redis::aio::MultiplexedConnection,
-    n: usize,
-    on: bool,
-    window: Duration,
-) {
+async fn scale(redis: &RedisServer, url: &str, n: usize, on: bool, window: Duration) {
     let quorum = on.then_some(1);
     let breakers: Vec<Arc<Breaker>> = (0..n)
         .map(|_| Arc::new(Breaker::new(config(quorum)).unwrap()))
@@ -94,7 +94,7 @@ async fn scale(
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
-    let clients = connected_clients(conn).await.saturating_sub(1);
+    let clients = redis.connected_clients().unwrap().saturating_sub(1);
     let commands = redis.commands_sent().unwrap();
     let (cpu, server_cpu) = (process_cpu(None), process_cpu(redis.pid()));
     tokio::time::sleep(window).await;
@@ -112,7 +112,7 @@ async fn scale(
     drop(fleets);
     // The store's connection closes once its last handle is gone: wait, so that the next
     // row counts only its own.
-    while connected_clients(conn).await > 1 {
+    while redis.connected_clients().unwrap() > 1 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -236,14 +236,76 @@ fn process_cpu(pid: Option<u32>) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-async fn connected_clients(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("clients")
-        .query_async(conn)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("connected_clients:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
+/// Waits until `cond` holds (at most 30 s); how long it took, in ms.
+async fn until(cond: impl Fn() -> bool) -> f64 {
+    let from = Instant::now();
+    while !cond() {
+        assert!(from.elapsed() < Duration::from_secs(30), "not within 30 s");
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    from.elapsed().as_secs_f64() * 1e3
+}
+
+async fn cluster(round: u32) {
+    let mut cluster = RedisCluster::start(3).expect("a cluster");
+    let name = format!("cluster-{round}");
+    let members: Vec<(Arc<Breaker>, tripgate_redis::Fleet)> = (0..3)
+        .map(|i| {
+            let breaker = Arc::new(Breaker::new(config(Some(1))).unwrap());
+            let options = Options::cluster(cluster.urls())
+                .member(format!("cluster-pod-{round}-{i}"))
+                .max_backoff(Duration::from_millis(100));
+            let fleet = Store::connect(options)
+                .unwrap()
+                .join(&name, Arc::clone(&breaker))
+                .unwrap();
+            (breaker, fleet)
+        })
+        .collect();
+    until(|| members.iter().all(|(_, f)| f.status().connected)).await;
+    let fail = |b: &Breaker| {
+        for _ in 0..5 {
+            if let Ok(permit) = b.acquire() {
+                permit.record(Outcome::Failure);
+            }
+        }
+    };
+    fail(&members[0].0);
+    let opened = until(|| members.iter().all(|(b, _)| b.state() == State::Open)).await;
+    // The first caller after the cooldown asks for the lease; its second call probes.
+    tokio::time::sleep(Duration::from_nanos(
+        members[0].0.metrics().cooldown_remaining,
+    ))
+    .await;
+    let probing = Instant::now();
+    let busy = &members[0].0;
+    loop {
+        if let Ok(permit) = busy.acquire() {
+            permit.record(Outcome::Success);
+        }
+        if members.iter().all(|(b, _)| b.state() == State::Closed) {
+            break;
+        }
+        assert!(
+            probing.elapsed() < Duration::from_secs(30),
+            "the fleet did not close"
+        );
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    let closed = probing.elapsed().as_secs_f64() * 1e3;
+    let owner = cluster.node_of(&name).unwrap();
+    let killed = Instant::now();
+    cluster.nodes[owner].kill();
+    until(|| members.iter().all(|(_, f)| f.status().degraded)).await;
+    let degraded = killed.elapsed().as_secs_f64() * 1e3;
+    fail(&members[1].0);
+    cluster.nodes[owner].restart().unwrap();
+    let restarted = Instant::now();
+    until(|| members.iter().all(|(_, f)| f.status().connected)).await;
+    let back = restarted.elapsed().as_secs_f64() * 1e3;
+    until(|| members.iter().all(|(b, _)| b.state() == State::Open)).await;
+    let reached = restarted.elapsed().as_secs_f64() * 1e3;
+    println!(
+        "| {round} | {opened:.1} ms | {closed:.1} ms | {degraded:.0} ms | {back:.0} ms | {reached:.0} ms |"
+    );
 }

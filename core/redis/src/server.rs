@@ -95,6 +95,15 @@ impl RedisServer {
         commands_sent(self.port)
     }
 
+    /// Clients connected to it (`INFO clients`).
+    pub fn connected_clients(&self) -> Result<u64, ServerError> {
+        let info = info(self.port, "clients")?;
+        info.lines()
+            .find_map(|line| line.strip_prefix("connected_clients:"))
+            .and_then(|n| n.trim().parse().ok())
+            .ok_or_else(|| ServerError("INFO clients has no connected_clients".into()))
+    }
+
     /// The server's process id, while it runs (to read its CPU time, say).
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)

@@ -450,7 +450,6 @@ async fn huge_messages_and_values_are_dropped_unread() {
 async fn waiting_members_and_many_fleets_cost_little() {
     let redis = server(&[]);
     let url = redis.url(None);
-    let mut conn = redis_conn(&url).await;
     let members: Vec<Member> = (0..10).map(|_| member(&url, "waiting", 1)).collect();
     connected(&members.iter().collect::<Vec<_>>()).await;
     opened(&members[0], &members.iter().collect::<Vec<_>>()).await;
@@ -476,7 +475,7 @@ async fn waiting_members_and_many_fleets_cost_little() {
     drop(probe);
 
     // One process, fifty fleets: one connection.
-    let clients_before = connected_clients(&mut conn).await;
+    let clients_before = redis.connected_clients().unwrap();
     let store = Store::connect(options(&url)).unwrap();
     let breakers: Vec<_> = (0..50)
         .map(|_| {
@@ -491,7 +490,7 @@ async fn waiting_members_and_many_fleets_cost_little() {
     for fleet in &fleets {
         eventually("connected", || fleet.status().connected).await;
     }
-    assert_eq!(connected_clients(&mut conn).await, clients_before + 1);
+    assert_eq!(redis.connected_clients().unwrap(), clients_before + 1);
 }
 
 /// The registry joins all its fleet-mode breakers at once, each under its name.

@@ -162,16 +162,3 @@ pub async fn graduate(members: &[Member]) -> usize {
     }
     holder
 }
-
-/// Clients connected to the store.
-pub async fn connected_clients(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("clients")
-        .query_async(conn)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("connected_clients:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
-}
