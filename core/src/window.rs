@@ -97,11 +97,16 @@ impl Window {
         }
     }
 
+    /// Counts an outcome. The totals after it, or `None` when the window holds no fault
+    /// and no slow call (what a trip rule needs before it reads the totals).
     #[inline(always)]
-    pub(crate) fn record(&mut self, now: Nanos, fault: bool, slow: bool) -> Tally {
+    pub(crate) fn record(&mut self, now: Nanos, fault: bool, slow: bool) -> Option<Tally> {
         match self {
             Self::Time(w) => w.record(now, fault, slow),
-            Self::Count(w) => w.record(fault, slow),
+            Self::Count(w) => {
+                let total = w.record(fault, slow);
+                ((total.faults | total.slow) != 0).then_some(total)
+            }
         }
     }
 
@@ -213,7 +218,7 @@ impl TimeWindow {
     }
 
     #[inline]
-    fn record(&mut self, now: Nanos, fault: bool, slow: bool) -> Tally {
+    fn record(&mut self, now: Nanos, fault: bool, slow: bool) -> Option<Tally> {
         self.advance(now);
         // The head is always below `len` (at most `MAX_BUCKETS`, a power of two), so the
         // mask changes nothing; it lets the compiler drop the bounds test from the hot
@@ -228,7 +233,8 @@ impl TimeWindow {
                 self.total.count(fault, slow);
             }
         }
-        self.total.tally()
+        // Tested on the sums: a saturated tally is zero exactly when its sum is.
+        ((self.total.faults | self.total.slow) != 0).then(|| self.total.tally())
     }
 
     fn tally_at(&self, now: Nanos) -> Tally {

@@ -282,7 +282,11 @@ impl Breaker {
         if class == Class::Neutral {
             return None;
         }
-        let tally = self.window.record(now, class == Class::Fault, slow);
+        // `None`: the window holds no fault and no slow call, so it meets no rule
+        // (`failure-threshold` and every percentage are at least 1, and the tally holds
+        // the call just counted). The window tests that on its own sums, before it makes a
+        // tally of them: one test for the closed path's usual success.
+        let tally = self.window.record(now, class == Class::Fault, slow)?;
         let reason = if closed {
             self.trip_reason(tally)
         } else {
@@ -294,12 +298,6 @@ impl Breaker {
     /// The first trip rule the window's tally meets.
     #[inline(always)]
     fn trip_reason(&self, tally: Tally) -> Option<Reason> {
-        // A window without a fault or a slow call meets no rule (`failure-threshold` and
-        // every percentage are at least 1, and the tally holds the call just counted):
-        // one test instead of four for the closed path's usual success.
-        if (tally.faults | tally.slow) == 0 {
-            return None;
-        }
         let config = &self.config;
         if tally.calls < config.min_calls {
             return None;
