@@ -4,7 +4,7 @@
 //! a monotonic clock of its own that starts far from every other instance's, as separate
 //! processes' clocks do: the guard must not compare them.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +19,8 @@ const MONOTONIC_SPACING: u64 = 1_000_000_000_000_000;
 #[derive(Clone, Default, Debug)]
 pub struct FakeClock {
     elapsed: Arc<AtomicU64>,
+    /// Added to the wall clock only (ns): a wall clock that was stepped.
+    wall_step: Arc<AtomicI64>,
     instances: Arc<AtomicU64>,
 }
 
@@ -33,6 +35,13 @@ impl FakeClock {
         self.elapsed.fetch_add(ns, Ordering::SeqCst);
     }
 
+    /// Steps the wall clock back by `by`, as a clock correction does; monotonic clocks
+    /// are unaffected.
+    pub fn step_wall_back(&self, by: Duration) {
+        let ns = i64::try_from(by.as_nanos()).unwrap_or(i64::MAX);
+        self.wall_step.fetch_sub(ns, Ordering::SeqCst);
+    }
+
     /// Scripted time since the clock was made.
     pub fn elapsed(&self) -> Duration {
         Duration::from_nanos(self.elapsed.load(Ordering::SeqCst))
@@ -40,7 +49,10 @@ impl FakeClock {
 
     /// The wall clock every instance shares.
     pub fn wall(&self) -> impl HostWallClock + 'static {
-        Wall(self.elapsed.clone())
+        Wall {
+            elapsed: self.elapsed.clone(),
+            step: self.wall_step.clone(),
+        }
     }
 
     /// A monotonic clock for one new instance, offset from every other instance's.
@@ -55,7 +67,10 @@ impl FakeClock {
     }
 }
 
-struct Wall(Arc<AtomicU64>);
+struct Wall {
+    elapsed: Arc<AtomicU64>,
+    step: Arc<AtomicI64>,
+}
 
 impl HostWallClock for Wall {
     fn resolution(&self) -> Duration {
@@ -63,7 +78,8 @@ impl HostWallClock for Wall {
     }
 
     fn now(&self) -> Duration {
-        Duration::from_nanos(WALL_START.saturating_add(self.0.load(Ordering::SeqCst)))
+        let now = WALL_START.saturating_add(self.elapsed.load(Ordering::SeqCst));
+        Duration::from_nanos(now.saturating_add_signed(self.step.load(Ordering::SeqCst)))
     }
 }
 

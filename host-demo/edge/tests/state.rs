@@ -91,3 +91,40 @@ fn a_trip_seen_by_one_request_rejects_the_next_in_a_fresh_instance() {
     assert_eq!(client.get("/").unwrap().status, 200);
     assert_eq!(*counts.arrivals.lock().unwrap(), vec![true, true, false]);
 }
+
+#[test]
+fn a_wall_clock_stepped_back_counts_as_no_time() {
+    let upstream = Upstream::start(Behaviour::Status(503));
+    let kv = KeyValue::new();
+    let clock = FakeClock::new();
+    let mut env = settings(&upstream.url());
+    env.push(("TRIPGATE_COOLDOWN_MS", "5000".into()));
+    let server = serve_with(Handler::Guard, &env, &kv, Some(&clock));
+    let mut client = Client::new(server.addr());
+    for _ in 0..5 {
+        client.get("/").unwrap();
+    }
+    // The trip was stamped at wall time W. The wall clock is stepped back a minute: the
+    // time since W is negative, so it counts as none, not as a minute the other way.
+    clock.step_wall_back(Duration::from_secs(60));
+    clock.advance(Duration::from_secs(1));
+    let answer = client.get("/").unwrap();
+    assert!(rejected(&answer));
+    assert_eq!(
+        answer.header("retry-after"),
+        Some("5"),
+        "the whole cooldown"
+    );
+    // Once the wall clock is past W again, time counts from there.
+    clock.advance(Duration::from_secs(61));
+    let answer = client.get("/").unwrap();
+    assert!(rejected(&answer));
+    assert_eq!(answer.header("retry-after"), Some("3"), "2 s past W");
+    assert_eq!(
+        upstream
+            .counts()
+            .received
+            .load(std::sync::atomic::Ordering::SeqCst),
+        5
+    );
+}
