@@ -341,6 +341,7 @@ impl Breaker {
                 permit: Some(permit),
                 verdict: None,
                 probe,
+                entered: false,
             },
         )
     }
@@ -543,7 +544,18 @@ impl Breaker {
                 )?))
             }
         };
-        let rest = this.shared.stack_get.bind(py).call0()?;
+        permit.borrow_mut().entered = true;
+        // Under the new permit, the blocks of this context still open: the exited ones
+        // are dropped from the top on the way (`__exit__` leaves them, saving a
+        // `ContextVar.set`).
+        let mut rest = this.shared.stack_get.bind(py).call0()?;
+        while !rest.is_none() {
+            let (top, next): (Bound<'py, Permit>, Bound<'py, PyAny>) = rest.extract()?;
+            if top.borrow().entered {
+                break;
+            }
+            rest = next;
+        }
         this.shared
             .stack_set
             .bind(py)
@@ -559,20 +571,27 @@ impl Breaker {
         exc: &Bound<'_, PyAny>,
         _traceback: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
-        let top = self.shared.stack_get.bind(py).call0()?;
-        if top.is_none() {
-            return Err(PyRuntimeError::new_err(
-                "__exit__ without __enter__ in this context",
-            ));
-        }
-        let (permit, rest): (Bound<'_, Permit>, Bound<'_, PyAny>) = top.extract()?;
-        self.shared.stack_set.bind(py).call1((rest,))?;
+        // This context's innermost open block: the first entered permit from the top.
+        let mut node = self.shared.stack_get.bind(py).call0()?;
+        let permit = loop {
+            if node.is_none() {
+                return Err(PyRuntimeError::new_err(
+                    "__exit__ without __enter__ in this context",
+                ));
+            }
+            let (top, next): (Bound<'_, Permit>, Bound<'_, PyAny>) = node.extract()?;
+            if top.borrow().entered {
+                break top;
+            }
+            node = next;
+        };
         let outcome = if exc.is_none() {
             Outcome::Success
         } else {
             self.outcome_of_error(py, exc)
         };
         let mut permit = permit.borrow_mut();
+        permit.entered = false;
         if permit.permit.is_some() {
             permit.finish(py, outcome);
         }
@@ -763,6 +782,8 @@ pub struct Permit {
     permit: Option<OwnedPermit<AnyClock>>,
     verdict: Option<Verdict>,
     probe: bool,
+    /// Admitted by `with breaker:` whose block has not exited.
+    entered: bool,
 }
 
 impl Permit {

@@ -559,3 +559,19 @@ def test_threads_listeners_and_a_python_clock_that_gives_up_the_gil_never_deadlo
     m = b.metrics()
     assert m["in_flight"] == 0 and m["probes_out"] == 0
     assert heard and m["transitions_total"] == len(heard)
+
+
+def test_a_block_that_records_its_own_outcome_leaves_the_outer_block_alone(make):
+    r = make(failure_threshold=100)
+    with r.breaker as outer:
+        with r.breaker as inner:
+            inner.record(503)
+        assert inner.outcome_class == "fault" and outer.pending
+        with r.breaker as again:
+            pass
+        assert again.outcome_class == "success" and outer.pending
+    assert outer.outcome_class == "success"
+    with pytest.raises(RuntimeError):
+        r.breaker.__exit__(None, None, None)
+    m = r.breaker.metrics()
+    assert (m["successes_total"], m["faults_total"], m["in_flight"]) == (2, 1, 0)
