@@ -350,9 +350,16 @@ export class FleetStore {
     let command;
     let subscriber;
     if (o.cluster) {
+      // Every node is reached with the first URL's user, password and TLS: node-redis takes
+      // a root node's URL only to find the cluster.
+      const first = new URL(o.urls[0]);
+      const defaults = this.#clientOptions();
+      if (first.username !== '') defaults.username = decodeURIComponent(first.username);
+      if (first.password !== '') defaults.password = decodeURIComponent(first.password);
+      if (first.protocol === 'rediss:') defaults.socket = { tls: true, ...defaults.socket };
       command = this.#redis.createCluster({
         rootNodes: o.urls.map((url) => ({ url })),
-        defaults: this.#clientOptions(),
+        defaults,
         // A node that fails is the member's to retry, with its backoff.
         maxCommandRedirections: 4,
       });
