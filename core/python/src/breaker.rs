@@ -6,8 +6,8 @@
 //! lock while Python code runs: the native breaker tells listeners after releasing it,
 //! and a callable clock is read before any call into the breaker.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::gc::PyVisit;
@@ -20,7 +20,7 @@ use tripgate::{
     Clock, Outcome, OwnedPermit, Rejection as CoreRejection, Transition as CoreTransition,
 };
 use tripgate_core::exposition::{self, Value};
-use tripgate_core::{Class, RejectReason, Verdict, ROUTES};
+use tripgate_core::{Class, RejectReason, State, Verdict, ROUTES};
 
 use crate::clock::AnyClock;
 use crate::options;
@@ -75,7 +75,10 @@ impl Hooks {
 
 /// A breaker's parts besides the native breaker.
 struct Shared {
-    name: String,
+    name: Arc<str>,
+    /// The last `Rejection` handed out, filled anew when nobody holds it any more: a
+    /// rejection allocates no object in the common case of one that was dropped.
+    spare: Mutex<Option<Py<Rejection>>>,
     clock: AnyClock,
     hooks: Arc<Hooks>,
     timeout: Option<u64>,
@@ -153,6 +156,34 @@ static VALUE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static COROUTINE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 impl Breaker {
+    /// The `Rejection` for `rejection`: the spare one refilled when the only reference to
+    /// it is the spare slot's (the GIL is held, and the module keeps it: `gil_used`),
+    /// else a new one that becomes the spare.
+    fn rejection<'py>(
+        &self,
+        py: Python<'py>,
+        rejection: &CoreRejection,
+    ) -> PyResult<Bound<'py, Rejection>> {
+        let mut spare = self
+            .shared
+            .spare
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(object) = spare.as_ref() {
+            // Deprecated for free-threaded builds, where a count read without the GIL
+            // means nothing; this module keeps the GIL (`gil_used = true`).
+            #[allow(deprecated)]
+            let only_ours = object.get_refcnt(py) == 1;
+            if only_ours {
+                object.get().fill(rejection);
+                return Ok(object.bind(py).clone());
+            }
+        }
+        let object = Bound::new(py, Rejection::new(rejection, Arc::clone(&self.shared.name)))?;
+        *spare = Some(object.clone().unbind());
+        Ok(object)
+    }
+
     /// Reads a callable clock (no-op for the others); call with no lock held.
     #[inline(always)]
     pub(crate) fn refresh(&self, py: Python<'_>) {
@@ -385,7 +416,8 @@ impl Breaker {
         Ok(Self {
             inner: Arc::new(inner),
             shared: Shared {
-                name: o.name,
+                name: Arc::from(o.name.as_str()),
+                spare: Mutex::new(None),
                 clock: o.clock,
                 hooks,
                 timeout: o.timeout,
@@ -440,14 +472,7 @@ impl Breaker {
         this.shared.clock.refresh(slf.py());
         match this.inner.acquire_owned() {
             Ok(permit) => Ok(Self::new_permit(slf, permit)?.into_any()),
-            Err(rejection) => Ok(Bound::new(
-                slf.py(),
-                Rejection {
-                    inner: rejection,
-                    breaker: slf.clone().unbind(),
-                },
-            )?
-            .into_any()),
+            Err(rejection) => Ok(this.rejection(slf.py(), &rejection)?.into_any()),
         }
     }
 
@@ -916,8 +941,45 @@ impl Permit {
 /// `saturated` or `probing-elsewhere`; `retry_after` in seconds (0: no estimate).
 #[pyclass(frozen, module = "tripgate._native", name = "Rejection")]
 pub struct Rejection {
-    inner: CoreRejection,
-    breaker: Py<Breaker>,
+    /// The core's rejection as codes, so that a spare object can be filled anew (see
+    /// `Breaker::rejection`).
+    state: AtomicU8,
+    reason: AtomicU8,
+    retry_after: AtomicU64,
+    breaker: Arc<str>,
+}
+
+impl Rejection {
+    fn new(rejection: &CoreRejection, breaker: Arc<str>) -> Self {
+        Self {
+            state: AtomicU8::new(rejection.state.code()),
+            reason: AtomicU8::new(rejection.reason.code()),
+            retry_after: AtomicU64::new(rejection.retry_after),
+            breaker,
+        }
+    }
+
+    fn fill(&self, rejection: &CoreRejection) {
+        self.state.store(rejection.state.code(), Ordering::Relaxed);
+        self.reason
+            .store(rejection.reason.code(), Ordering::Relaxed);
+        self.retry_after
+            .store(rejection.retry_after, Ordering::Relaxed);
+    }
+
+    fn inner(&self) -> CoreRejection {
+        CoreRejection {
+            state: State::ALL
+                .get(usize::from(self.state.load(Ordering::Relaxed)))
+                .copied()
+                .unwrap_or(State::Open),
+            reason: RejectReason::ALL
+                .get(usize::from(self.reason.load(Ordering::Relaxed)))
+                .copied()
+                .unwrap_or(RejectReason::Open),
+            retry_after: self.retry_after.load(Ordering::Relaxed),
+        }
+    }
 }
 
 #[pymethods]
@@ -929,24 +991,24 @@ impl Rejection {
 
     #[getter]
     fn reason(&self) -> &'static str {
-        self.inner.reason.name()
+        self.inner().reason.name()
     }
 
     /// The state that rejected.
     #[getter]
     fn state(&self) -> &'static str {
-        self.inner.state.name()
+        self.inner().state.name()
     }
 
     /// Seconds until a call could be admitted (0 when there is no estimate).
     #[getter]
     fn retry_after(&self) -> f64 {
-        seconds(self.inner.retry_after)
+        seconds(self.retry_after.load(Ordering::Relaxed))
     }
 
     #[getter]
     fn retry_after_ns(&self) -> u64 {
-        self.inner.retry_after
+        self.retry_after.load(Ordering::Relaxed)
     }
 
     /// Always false: nothing to record.
@@ -957,23 +1019,20 @@ impl Rejection {
 
     /// The `CircuitOpenError` to raise for this rejection.
     fn error<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        open_error(py, &self.inner, &self.breaker.get().shared.name)
+        open_error(py, &self.inner(), &self.breaker)
     }
 
     fn __bool__(&self) -> bool {
         false
     }
 
-    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        visit.call(&self.breaker)
-    }
-
     fn __repr__(&self) -> String {
+        let inner = self.inner();
         format!(
             "<Rejection {} ({}), retry after {:.3}s>",
-            self.inner.reason.name(),
-            self.inner.state.name(),
-            seconds(self.inner.retry_after)
+            inner.reason.name(),
+            inner.state.name(),
+            seconds(inner.retry_after)
         )
     }
 }

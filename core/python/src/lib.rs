@@ -83,7 +83,10 @@ fn kind_name(kind: FieldKind) -> &'static str {
     }
 }
 
-#[pymodule]
+// The GIL stays on where a build has none to give (a free-threaded CPython): a spare
+// rejection is reused when its reference count says nobody holds it, which only the GIL
+// makes a fact.
+#[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<breaker::Breaker>()?;

@@ -575,3 +575,18 @@ def test_a_block_that_records_its_own_outcome_leaves_the_outer_block_alone(make)
         r.breaker.__exit__(None, None, None)
     m = r.breaker.metrics()
     assert (m["successes_total"], m["faults_total"], m["in_flight"]) == (2, 1, 0)
+
+
+def test_rejections_are_values_a_caller_may_keep(make):
+    r = make(cooldown=10)
+    trip(r)
+    first = r.breaker.acquire()
+    r.clock.advance(1)
+    second = r.breaker.acquire()
+    # Each rejection keeps its own reading, whatever came after it.
+    assert (first.retry_after, second.retry_after) == (10.0, 9.0)
+    r.breaker.isolate()
+    third = r.breaker.acquire()
+    assert (first.reason, second.reason, third.reason) == ("open", "open", "isolated")
+    assert first is not second and second is not third
+    assert r.breaker.metrics()["rejected"]["open"] == 2

@@ -12,8 +12,9 @@ DEMO = pathlib.Path(__file__).resolve().parents[1] / "demo" / "brownout.py"
 
 # A machine this busy cannot judge latencies: the demo's sampler woke this much later
 # than it asked (p99, in some phase). A run is repeated only when it failed on such a
-# machine, at most ATTEMPTS times.
-STALLED_MS = 15.0
+# machine, at most ATTEMPTS times. (The sampler is a Python thread: it also waits for the
+# GIL, so the bar is lower than the Rust demo's 15 ms.)
+STALLED_MS = 10.0
 ATTEMPTS = 3
 
 
