@@ -6,9 +6,9 @@ and the same breaker as the WASI component through wasmtime-py.
     python bench/bench.py --runs 1 --quick
 
 Needs the package installed and requirements-bench.txt (the peers, wasmtime-py). Each
-figure is the best of several repetitions within a run (timeit, the garbage collector
-paused as timeit does), in nanoseconds per call; overheads subtract the same run's bare
-call. The table gives the range over the runs.
+figure is the best of nine timings within a run, the measurements taken in turn in each
+round (timeit, the garbage collector paused as timeit does), in nanoseconds per call;
+overheads subtract the same run's bare call. The table gives the range over the runs.
 """
 
 import argparse
@@ -40,18 +40,23 @@ def best(stmt, g, number, repeat=5):
     return min(times) / number * 1e9
 
 
-def best_async(make_loop_body, number, repeat=5):
-    loop = asyncio.new_event_loop()
-    try:
-        times = []
-        for _ in range(repeat):
-            coro = make_loop_body(number)
-            t0 = timeit.default_timer()
-            loop.run_until_complete(coro)
-            times.append(timeit.default_timer() - t0)
-        return min(times) / number * 1e9
-    finally:
-        loop.close()
+REPEAT = 9
+
+
+def interleaved(cases):
+    """The best of REPEAT timings of each case, the cases taken in turn in each round, so
+    that a burst of load on the machine lands on one timing of each rather than on all the
+    timings of one. A case is (name, run(number) -> seconds, number)."""
+    out = {name: float("inf") for name, _, _ in cases}
+    for _ in range(REPEAT):
+        for name, run, number in cases:
+            out[name] = min(out[name], run(number) / number * 1e9)
+    return out
+
+
+def timed(stmt, g):
+    timer = timeit.Timer(stmt, globals=g)
+    return timer.timeit
 
 
 def rss_kib():
@@ -73,13 +78,19 @@ def sync_figures(n):
     cb = circuitbreaker.CircuitBreaker(failure_threshold=5, recovery_timeout=60)
     cb_decorated = cb(noop)
     g = dict(globals(), b=b, decorated=decorated, pb=pb, cb_decorated=cb_decorated)
-    out["bare"] = best("noop()", g, n)
-    out["tripgate call"] = best("b.call(noop)", g, n)
-    out["tripgate @breaker"] = best("decorated()", g, n)
-    out["tripgate acquire+record"] = best("p = b.acquire(); noop(); p.record()", g, n)
-    out["tripgate with"] = best("with b: noop()", g, n)
-    out["pybreaker call"] = best("pb.call(noop)", g, n)
-    out["circuitbreaker @"] = best("cb_decorated()", g, n)
+    out.update(
+        interleaved(
+            [
+                ("bare", timed("noop()", g), n),
+                ("tripgate call", timed("b.call(noop)", g), n),
+                ("tripgate @breaker", timed("decorated()", g), n),
+                ("tripgate acquire+record", timed("p = b.acquire(); noop(); p.record()", g), n),
+                ("tripgate with", timed("with b: noop()", g), n),
+                ("pybreaker call", timed("pb.call(noop)", g), n // 4),
+                ("circuitbreaker @", timed("cb_decorated()", g), n // 4),
+            ]
+        )
+    )
 
     # Open: every breaker rejects.
     b_open = tripgate.CircuitBreaker(name="open")
@@ -109,16 +120,28 @@ def sync_figures(n):
         CbError=circuitbreaker.CircuitBreakerError,
     )
     m = max(n // 4, 1000)
-    out["reject tripgate acquire (value)"] = best("if not b_open.acquire(): pass", g, n)
-    out["reject tripgate call (fallback)"] = best("b_fallback.call(noop)", g, n)
-    out["reject tripgate call (raises)"] = best(
-        "try:\n    b_open.call(noop)\nexcept CircuitOpenError:\n    pass", g, m
-    )
-    out["reject pybreaker (raises)"] = best(
-        "try:\n    pb_open.call(noop)\nexcept PbError:\n    pass", g, m
-    )
-    out["reject circuitbreaker (raises)"] = best(
-        "try:\n    cb_open_call()\nexcept CbError:\n    pass", g, m
+    out.update(
+        interleaved(
+            [
+                ("reject tripgate acquire (value)", timed("if not b_open.acquire(): pass", g), n),
+                ("reject tripgate call (fallback)", timed("b_fallback.call(noop)", g), n),
+                (
+                    "reject tripgate call (raises)",
+                    timed("try:\n    b_open.call(noop)\nexcept CircuitOpenError:\n    pass", g),
+                    m,
+                ),
+                (
+                    "reject pybreaker (raises)",
+                    timed("try:\n    pb_open.call(noop)\nexcept PbError:\n    pass", g),
+                    m,
+                ),
+                (
+                    "reject circuitbreaker (raises)",
+                    timed("try:\n    cb_open_call()\nexcept CbError:\n    pass", g),
+                    m,
+                ),
+            ]
+        )
     )
     return out
 
@@ -164,15 +187,34 @@ def async_figures(n):
         async with purgatory_breaker:
             await anoop()
 
-    out["async bare"] = best_async(body(bare), n)
-    out["tripgate call_async"] = best_async(body(tg), n)
-    out["tripgate async @breaker"] = best_async(body(decorated), n)
-    out["tripgate async with"] = best_async(body(tg_with), n)
-    out["aiobreaker call_async"] = best_async(body(ab_call), max(n // 4, 1000))
-    out["purgatory @breaker"] = best_async(body(purgatory_decorated), max(n // 4, 1000))
-    out["purgatory async with (breaker fetched once)"] = best_async(
-        body(pg_with), max(n // 4, 1000)
+    loop = asyncio.new_event_loop()
+
+    def timed_async(step):
+        run = body(step)
+
+        def timing(number):
+            coro = run(number)
+            t0 = timeit.default_timer()
+            loop.run_until_complete(coro)
+            return timeit.default_timer() - t0
+
+        return timing
+
+    peers = max(n // 4, 1000)
+    out.update(
+        interleaved(
+            [
+                ("async bare", timed_async(bare), n),
+                ("tripgate call_async", timed_async(tg), n),
+                ("tripgate async @breaker", timed_async(decorated), n),
+                ("tripgate async with", timed_async(tg_with), n),
+                ("aiobreaker call_async", timed_async(ab_call), peers),
+                ("purgatory @breaker", timed_async(purgatory_decorated), peers),
+                ("purgatory async with (breaker fetched once)", timed_async(pg_with), peers),
+            ]
+        )
     )
+    loop.close()
     return out
 
 
