@@ -1,6 +1,7 @@
 //! Fleet mode against uneven traffic and a hostile or broken store, on a real
-//! redis-server: each test is one finding of the hostile pass (issue 20), reproduced the
-//! way it was found, and what must hold instead.
+//! redis-server: each test sets up one way a busy fleet or a broken or hostile store can
+//! hurt its members (as an operator or an attacker with write access would meet it) and
+//! checks what holds.
 
 mod common;
 

@@ -27,8 +27,8 @@ fn fill(breaker: &Breaker, up_to: usize) -> (Vec<RawPermit>, Option<RejectReason
 
 /// 300,000 calls in a hang, each holding its permit: the first `TICKETS` are admitted,
 /// the rest rejected as `saturated`, and the breaker answers normally once they return.
-/// (With a permit resource per call, wasmtime's default of 100,000 handles trapped the
-/// instance for good at the 100,000th.)
+/// (wasmtime's default store limit is 100,000 handles; a trap there would poison the
+/// instance, which is why the library enforces its own budget first.)
 #[test]
 fn permits_past_the_instances_budget_are_saturated_rejections_never_a_trap() {
     let (runtime, _clock) = common::fake(0);
