@@ -3,7 +3,9 @@
 # dependencies and bench peers, installs it as a user would, and runs its tests: every
 # shared vector, the metrics scenario against tests/metrics/expected.prom and promtool, the
 # API, asyncio, classification against real services on 127.0.0.1, the brownout's verdicts,
-# and a one-run smoke of the bench (which asserts no speed).
+# fleet mode through redis-py on a real redis-server (with a mixed fleet of Python, Rust and,
+# when js/pkg is built, Node members), and a one-run smoke of the bench (which asserts no
+# speed).
 #
 #   bash core/python/scripts/test.sh        (from anywhere; tests/run-all.sh runs it)
 #
@@ -19,6 +21,22 @@ TARGET="$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps 2>/dev/null 
 case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
 VENV="$TARGET/python-venv"
 PYTHON="${PYTHON:-python3}"
+
+# Fleet mode's tests start their own redis-server (Debian's package).
+if ! command -v redis-server >/dev/null 2>&1 && [ ! -x /usr/bin/redis-server ]; then
+  run=()
+  [ "$(id -u)" -eq 0 ] || run=(sudo)
+  "${run[@]}" apt-get install -y redis-server >/dev/null 2>&1 ||
+    { "${run[@]}" apt-get update >/dev/null && "${run[@]}" apt-get install -y redis-server >/dev/null; }
+fi
+
+# The mixed fleet's Rust member (`host-demo fleet-member`), unless TRIPGATE_HOST_DEMO names
+# one: the same build as `cargo run --release -p host-demo`, which tests/run-all.sh's
+# wasmtime step then reuses.
+if [ -z "${TRIPGATE_HOST_DEMO:-}" ]; then
+  (cd "$ROOT" && cargo build --release --quiet -p host-demo)
+fi
+export TRIPGATE_TARGET_DIR="$TARGET"
 
 if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"

@@ -184,6 +184,11 @@ impl Breaker {
         Ok(object)
     }
 
+    /// The native breaker (fleet mode drives it through the `Member` operations).
+    pub(crate) fn native(&self) -> &Arc<tripgate::Breaker<AnyClock>> {
+        &self.inner
+    }
+
     /// Reads a callable clock (no-op for the others); call with no lock held.
     #[inline(always)]
     pub(crate) fn refresh(&self, py: Python<'_>) {
@@ -757,6 +762,50 @@ impl Breaker {
         )?;
         d.set_item("clock_errors", self.shared.clock.errors())?;
         Ok(d)
+    }
+
+    /// Fleet mode: the breaker's fleet state (`enabled`, `generation`, `degraded`,
+    /// `lease_held`, `wants_lease`, `stale_events`). `tripgate.fleet` drives the rest.
+    fn fleet_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.shared.clock.refresh(py);
+        crate::fleet::ops::status(py, &self.inner)
+    }
+
+    /// Fleet mode, the adapter's: applies a fleet event (`open` with `remaining_ns`, or
+    /// `close`); `(what it did, [transitions])`.
+    #[pyo3(signature = (generation, kind, remaining_ns = 0))]
+    fn _fleet_apply<'py>(
+        &self,
+        py: Python<'py>,
+        generation: u64,
+        kind: String,
+        remaining_ns: u64,
+    ) -> PyResult<(&'static str, Bound<'py, PyList>)> {
+        self.shared.clock.refresh(py);
+        let (applied, transitions) =
+            crate::fleet::ops::apply(py, &self.inner, generation, &kind, remaining_ns)?;
+        Ok((applied, transitions_list(py, transitions.as_slice())?))
+    }
+
+    /// Fleet mode, the adapter's: the store's votes, `[(member id, age_ns)]`; whether they
+    /// reach the quorum.
+    fn _fleet_votes(&self, py: Python<'_>, votes: &Bound<'_, PyAny>) -> PyResult<bool> {
+        self.shared.clock.refresh(py);
+        crate::fleet::ops::votes(&self.inner, votes)
+    }
+
+    /// Fleet mode, the adapter's: whether the store answers, and the probe lease held for
+    /// `lease_ns` from now (None: not held).
+    #[pyo3(signature = (reachable, lease_ns = None))]
+    fn _fleet_store(&self, py: Python<'_>, reachable: bool, lease_ns: Option<u64>) {
+        self.shared.clock.refresh(py);
+        self.inner.fleet_store(reachable, lease_ns);
+    }
+
+    /// Fleet mode, the adapter's: the announcement the last transition left, taken once:
+    /// `(kind, remaining_ns)` or None.
+    fn _fleet_take_announcement(&self) -> Option<(&'static str, u64)> {
+        crate::fleet::ops::take_announcement(&self.inner)
     }
 
     /// Every exposition series' value now, in the order of `exposition_families()`'s

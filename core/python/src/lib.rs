@@ -3,7 +3,8 @@
 //! `tripgate._native`, which the `tripgate` package (`python/tripgate/`) wraps: the
 //! thread-safe `tripgate::Breaker` behind Python types. The module only translates —
 //! options to the core's `Config`, Python values to outcomes, the core's values to
-//! Python ones — and supplies the clock; every decision is `tripgate-core`'s.
+//! Python ones — and supplies the clock; every decision is `tripgate-core`'s. Fleet mode
+//! (`fleet.rs`) is the core's member protocol, which the redis-py adapter only feeds.
 //!
 //! Built by maturin as one abi3 wheel for CPython >= 3.9 (`core/python/README.md`).
 
@@ -18,6 +19,7 @@
 
 mod breaker;
 mod clock;
+mod fleet;
 mod options;
 mod outcome;
 mod report;
@@ -97,6 +99,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<clock::FakeClock>()?;
     m.add_function(wrap_pyfunction!(exposition_families, m)?)?;
     m.add_function(wrap_pyfunction!(classify_result, m)?)?;
+    m.add_class::<fleet::FleetMember>()?;
+    m.add_class::<fleet::FleetWaker>()?;
+    m.add_class::<fleet::FleetBackoff>()?;
+    m.add_function(wrap_pyfunction!(fleet::fleet_options, m)?)?;
+    m.add_function(wrap_pyfunction!(fleet::fleet_scripts, m)?)?;
+    m.add_function(wrap_pyfunction!(fleet::fleet_member_id, m)?)?;
+    m.add_function(wrap_pyfunction!(fleet::fleet_valid_name, m)?)?;
+    m.add_function(wrap_pyfunction!(fleet::fleet_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(fleet::fleet_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(fleet::fleet_vote_entry, m)?)?;
+    fleet::add_tables(m)?;
     m.add("MAX_CAUSES", MAX_CAUSES)?;
     m.add("MAX_EXPORT_LEN", MAX_EXPORT_LEN)?;
     m.add("STATES", PyTuple::new(py, names(State::ALL, State::name))?)?;

@@ -75,7 +75,8 @@ const HOST_OPTIONS: [&str; 6] = [
     "on_listener_error",
 ];
 
-fn type_name(value: &Bound<'_, PyAny>) -> String {
+/// A value's type name, for messages.
+pub fn type_name(value: &Bound<'_, PyAny>) -> String {
     value
         .get_type()
         .name()

@@ -9,8 +9,8 @@ import tripgate
 
 from conftest import load_vectors, options_of, python_message
 
-FLEET_OPS = {"fleet-apply", "fleet-votes", "fleet-store", "fleet-announcement", "fleet-status"}
 VECTORS = load_vectors()
+MS = 1_000_000
 
 
 def metrics_view(m):
@@ -171,6 +171,33 @@ def run(vector):
             else:
                 assert error is None, f"{where}: import failed: {error}"
             assert subject.transitions == want_transitions, f"{where}: transitions"
+        elif op == "fleet-apply":
+            subject.at(step)
+            applied, caused = b._fleet_apply(step["generation"], step["kind"], step.get("remaining-ms", 0) * MS)
+            if "fleet-applied" in expect:
+                assert applied == expect["fleet-applied"], f"{where}: fleet-applied"
+            assert [list(t.as_tuple()) for t in caused] == want_transitions, f"{where}: transitions"
+            assert subject.transitions == want_transitions, f"{where}: listener"
+        elif op == "fleet-votes":
+            subject.at(step)
+            reached = b._fleet_votes([(member, age * MS) for member, age in step["votes"]])
+            if "quorum" in expect:
+                assert reached == expect["quorum"], f"{where}: quorum"
+        elif op == "fleet-store":
+            subject.at(step)
+            lease = step.get("lease-ms")
+            b._fleet_store(step.get("reachable", True), None if lease is None else lease * MS)
+        elif op == "fleet-announcement":
+            got = b._fleet_take_announcement()
+            if "announcement" in expect:
+                got = None if got is None else {"kind": got[0], "remaining-ms": got[1] // MS}
+                assert got == expect["announcement"], f"{where}: announcement"
+        elif op == "fleet-status":
+            subject.at(step)
+            got = {key.replace("_", "-"): value for key, value in b.fleet_status().items()}
+            for key, want in expect.get("fleet", {}).items():
+                assert key in got, f"{where}: fleet status lacks {key}"
+                assert got[key] == want, f"{where}: fleet.{key}"
         else:
             pytest.fail(f"{where}: unknown op {op}")
         if "state" in expect:
@@ -180,8 +207,6 @@ def run(vector):
 
 @pytest.mark.parametrize("name,vector", VECTORS, ids=[n for n, _ in VECTORS])
 def test_vector(name, vector):
-    if any(step.get("op") in FLEET_OPS for step in vector.get("steps", [])) or "fleet-quorum" in vector.get("config", {}):
-        pytest.skip("fleet mode (redis-py adapter, issue 23 item 5) is not in the package yet")
     run(vector)
 
 
