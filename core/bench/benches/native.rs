@@ -19,28 +19,11 @@ use std::task::{Context, Poll, Waker};
 use criterion::{criterion_group, criterion_main, Criterion};
 use tower::{Layer, Service};
 use tripgate::tower::CircuitBreakerLayer;
-use tripgate::{Breaker, Config, Outcome};
-use tripgate_bench::{failsafe_breaker, ok, peers_rejecting, recloser_breaker, threaded, timed};
-
-fn tripgate() -> Breaker {
-    Breaker::new(Config::default()).unwrap()
-}
-
-/// One acquire + record success on tripgate's shared breaker.
-fn tripgate_pair(b: &Breaker) {
-    if let Ok(permit) = b.acquire() {
-        let recorded = permit.record(Outcome::Success);
-        black_box(recorded);
-    }
-}
-
-fn failsafe_pair(f: &(impl failsafe::CircuitBreaker + Send + Sync)) {
-    drop(black_box(f.call(ok)));
-}
-
-fn recloser_pair(r: &recloser::Recloser) {
-    drop(black_box(r.call(ok)));
-}
+use tripgate::Outcome;
+use tripgate_bench::{
+    failsafe_breaker, failsafe_pair, peers_rejecting, recloser_breaker, recloser_pair, threaded,
+    timed, tripgate, tripgate_pair,
+};
 
 fn one_thread(c: &mut Criterion) {
     let mut g = c.benchmark_group("shared breaker, acquire+record success, 1 thread");

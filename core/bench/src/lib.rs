@@ -1,7 +1,8 @@
 //! What the benchmarks share: one timing loop for every workload and the peers built
 //! with matching settings (`benches/core.rs`: the bare core; `benches/native.rs`: the
 //! thread-safe breaker, threads and the tower layer). `examples/hot_path.rs` is the loop
-//! profiled under perf and callgrind.
+//! profiled under perf and callgrind; `examples/interleaved.rs` times the thread-safe
+//! breaker and its peers in alternating rounds.
 
 use std::hint::black_box;
 use std::sync::{Arc, Barrier};
@@ -28,30 +29,41 @@ pub fn timed(iters: u64, mut f: impl FnMut(u64)) -> Duration {
 /// Wall time for `threads` threads doing `iters` calls of `f` each, started together,
 /// divided by `threads`: criterion's time per iteration is then the time per call of
 /// throughput (per pair, for acquire + record) while the threads share one breaker.
+///
+/// The workers time themselves: the span is from the first worker's start to the last
+/// one's end. (Timed from the spawning thread, a start read after the barrier can come
+/// late: with as many workers as cores, the spawning thread waits for a core while the
+/// workers already run, and the span comes out short.)
 pub fn threaded<T: Send + Sync + 'static>(
     shared: &Arc<T>,
     threads: u32,
     iters: u64,
     f: fn(&T),
 ) -> Duration {
-    let barrier = Arc::new(Barrier::new(threads as usize + 1));
+    let barrier = Arc::new(Barrier::new(threads as usize));
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             let (shared, barrier) = (Arc::clone(shared), Arc::clone(&barrier));
             std::thread::spawn(move || {
                 barrier.wait();
+                let start = Instant::now();
                 for _ in 0..iters {
                     f(&shared);
                 }
+                (start, Instant::now())
             })
         })
         .collect();
-    barrier.wait();
-    let start = Instant::now();
-    for handle in handles {
-        handle.join().expect("bench thread");
+    let spans: Vec<(Instant, Instant)> = handles
+        .into_iter()
+        .map(|handle| handle.join().expect("bench thread"))
+        .collect();
+    let first = spans.iter().map(|&(start, _)| start).min();
+    let last = spans.iter().map(|&(_, end)| end).max();
+    match (first, last) {
+        (Some(first), Some(last)) => last.duration_since(first) / threads,
+        _ => Duration::ZERO,
     }
-    start.elapsed() / threads
 }
 
 /// failsafe with the spec's default threshold: 5 consecutive failures open it for an hour.
@@ -92,6 +104,29 @@ pub fn peers_rejecting(g: &mut BenchmarkGroup<'_, WallTime>) {
     g.bench_function("recloser", |bench| {
         bench.iter_custom(|iters| timed(iters, |_| drop(black_box(r.call(ok)))))
     });
+}
+
+/// The thread-safe breaker with the spec's defaults and its own clock.
+pub fn tripgate() -> tripgate::Breaker {
+    tripgate::Breaker::new(tripgate::Config::default()).expect("the defaults are valid")
+}
+
+/// One acquire + record success on tripgate's shared breaker, its verdict consumed as a
+/// caller reads it.
+pub fn tripgate_pair(b: &tripgate::Breaker) {
+    if let Ok(permit) = b.acquire() {
+        black_box(permit.record(tripgate::Outcome::Success));
+    }
+}
+
+/// One successful call through failsafe.
+pub fn failsafe_pair(f: &(impl failsafe::CircuitBreaker + Send + Sync)) {
+    drop(black_box(f.call(ok)));
+}
+
+/// One successful call through recloser.
+pub fn recloser_pair(r: &recloser::Recloser) {
+    drop(black_box(r.call(ok)));
 }
 
 /// A call that succeeds, opaque to the optimiser. (`()` errors: the peers' `call` takes
