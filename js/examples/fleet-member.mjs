@@ -8,7 +8,8 @@
 //   node js/examples/fleet-member.mjs <redis-url> <fleet-name> <upstream-url> <quorum> \
 //        <key> <label> <rate-per-s> <duration-s> [--option=value ...]
 //
-//   <redis-url>     redis://[user:pass@]host:port (ignored, but required, with quorum off)
+//   <redis-url>     redis://[user:pass@]host:port, or a Redis Cluster's node URLs joined by
+//                   commas (ignored, but required, with quorum off)
 //   <fleet-name>    the fleet (wit/fleet.md naming rule)
 //   <upstream-url>  an http:// URL; each call is one GET; 5xx/429 and connection errors are faults
 //   <quorum>        fleet-quorum 1-16, or `off` (or 0): a breaker of its own, no Redis at all
@@ -109,7 +110,8 @@ let fleet = null;
 if (fleetOn) {
   try {
     store = await FleetStore.connect({
-      url: redisUrl,
+      // Several URLs, comma-separated: a Redis Cluster's nodes.
+      ...(redisUrl.includes(',') ? { nodes: redisUrl.split(',') } : { url: redisUrl }),
       key: keyArg === '-' ? undefined : keyArg,
       member: flags.member,
       reconcileIntervalMs: flag('reconcile-interval-ms', 1_000, false),

@@ -1,14 +1,38 @@
-//! The fleet demo end to end: the real binary, a real redis-server, eight member
-//! processes. The demo checks FLEET.md's bounds against its own counts and exits non-zero
-//! when one breaks; this test also reads the table it prints.
+//! The fleet demo end to end: the real binary, a real redis-server (or a three-master
+//! Redis Cluster), eight member processes. The demo checks FLEET.md's bounds against its
+//! own counts and exits non-zero when one breaks; these tests also read the table it prints.
 
 use std::process::Command;
+use std::sync::Mutex;
+
+/// One demo at a time: each runs eight member processes on real time, and two at once on
+/// a small machine would blur the timings they report.
+static ONE_DEMO: Mutex<()> = Mutex::new(());
 
 #[test]
 fn the_fleet_demo_holds_fleet_mode_s_bounds() {
-    let out = std::env::temp_dir().join(format!("tripgate-fleet-demo-{}.svg", std::process::id()));
+    run_demo(&[], "redis-server killed mid-run");
+}
+
+#[test]
+fn the_fleet_demo_on_a_redis_cluster_holds_them_through_its_master_s_outage() {
+    run_demo(
+        &["--cluster"],
+        "the Redis Cluster master of the fleet's slot killed mid-run",
+    );
+}
+
+fn run_demo(extra: &[&str], outage_line: &str) {
+    let _one = ONE_DEMO.lock().unwrap_or_else(|e| e.into_inner());
+    let out = std::env::temp_dir().join(format!(
+        "tripgate-fleet-demo-{}-{}.svg",
+        std::process::id(),
+        extra.len()
+    ));
     let run = Command::new(env!("CARGO_BIN_EXE_host-demo"))
-        .args(["fleet", "--out"])
+        .arg("fleet")
+        .args(extra)
+        .arg("--out")
         .arg(&out)
         .output()
         .expect("the demo binary runs");
@@ -54,6 +78,7 @@ fn the_fleet_demo_holds_fleet_mode_s_bounds() {
         row("Q = 2").ends_with("other members opened: 0 of 7"),
         "{stdout}"
     );
+    assert!(stdout.contains(outage_line), "{stdout}");
     let svg = std::fs::read_to_string(&out).expect("the timeline was written");
     assert!(svg.starts_with("<svg") && svg.contains("fleet mode on"));
     let _ = std::fs::remove_file(out);

@@ -117,7 +117,13 @@ pub fn run(args: &[String]) -> Result<()> {
     let degraded = Arc::new(AtomicBool::new(false));
     let fleet = match &a.redis {
         Some(url) => {
-            let options = Options::new(url.as_str()).key(a.key.as_bytes());
+            // Several URLs: a Redis Cluster's nodes.
+            let options = if url.contains(',') {
+                Options::cluster(url.split(','))
+            } else {
+                Options::new(url.as_str())
+            }
+            .key(a.key.as_bytes());
             let fleet = runtime.block_on(async {
                 Store::connect(options)?.join(a.name.as_str(), breaker.clone())
             })?;

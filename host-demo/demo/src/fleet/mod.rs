@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context, Result};
-use tripgate_redis::server::RedisServer;
+use tripgate_redis::server::{RedisCluster, RedisServer};
 
 use upstream::{Phase, Upstream};
 
@@ -61,6 +61,65 @@ const SCRIPT: Marks = Marks {
     healthy_again: 5_600,
     end: 7_500,
 };
+
+/// The store the fleet meets in: one `redis-server`, or a Redis Cluster of three masters
+/// (`host-demo fleet --cluster`), whose outage is the master serving the fleet's slot.
+pub enum Redis {
+    Server(RedisServer),
+    Cluster(RedisCluster),
+}
+
+impl Redis {
+    /// What members are given: a URL, or the cluster's node URLs joined by commas.
+    fn url(&self) -> String {
+        match self {
+            Self::Server(server) => server.url(None),
+            Self::Cluster(cluster) => cluster.urls().join(","),
+        }
+    }
+
+    fn describe(&self) -> &'static str {
+        match self {
+            Self::Server(_) => "redis-server",
+            Self::Cluster(_) => "the Redis Cluster master of the fleet's slot",
+        }
+    }
+
+    /// Commands members sent (every node, on a cluster).
+    fn commands_sent(&self) -> Option<u64> {
+        match self {
+            Self::Server(server) => server.commands_sent().ok(),
+            Self::Cluster(cluster) => cluster
+                .nodes
+                .iter()
+                .map(|n| n.commands_sent().ok())
+                .sum::<Option<u64>>(),
+        }
+    }
+
+    /// Kills the server, or the master serving `fleet`'s slot: which one, to restart it.
+    fn kill(&mut self, fleet: &str) -> Result<usize> {
+        match self {
+            Self::Server(server) => {
+                server.kill();
+                Ok(0)
+            }
+            Self::Cluster(cluster) => {
+                let owner = cluster.node_of(fleet).map_err(|e| anyhow::anyhow!("{e}"))?;
+                cluster.nodes[owner].kill();
+                Ok(owner)
+            }
+        }
+    }
+
+    fn restart(&mut self, which: usize) -> Result<()> {
+        let node = match self {
+            Self::Server(server) => server,
+            Self::Cluster(cluster) => &mut cluster.nodes[which],
+        };
+        node.restart().map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
 
 /// What one member said.
 #[derive(Clone, Debug, Default)]
@@ -284,7 +343,7 @@ fn progress(title: &str, start: Instant, what: &str) {
 fn run_once(
     title: &str,
     plan: &Plan,
-    redis: &mut Option<RedisServer>,
+    redis: &mut Redis,
     marks: Marks,
     broken: Option<usize>,
 ) -> Result<RunLog> {
@@ -313,12 +372,7 @@ fn run_once(
     }
     let start = Instant::now();
     let start_us = unix_us();
-    let sent = |redis: &Option<RedisServer>| {
-        redis
-            .as_ref()
-            .filter(|_| plan.redis.is_some())
-            .and_then(|server| server.commands_sent().ok())
-    };
+    let sent = |redis: &Redis| plan.redis.and_then(|_| redis.commands_sent());
     let sent_at_start = sent(redis);
     let mut store_commands = None;
     progress(title, start, &format!("{MEMBERS} members ready"));
@@ -356,17 +410,22 @@ fn run_once(
         if let (Some(first), Some(last)) = (sent_at_start, sent(redis)) {
             store_commands = Some((last.saturating_sub(first), start.elapsed().as_secs_f64()));
         }
-        if let Some(server) = redis.as_mut().filter(|_| plan.redis.is_some()) {
-            server.kill();
-            progress(title, start, "redis-server killed");
+        let mut killed = None;
+        if plan.redis.is_some() {
+            killed = Some(redis.kill(&name)?);
+            progress(title, start, &format!("{} killed", redis.describe()));
         }
         at(marks.fail_again);
         upstream.set(Phase::Failing);
         progress(title, start, "upstream fails again");
         at(marks.restart);
-        if let Some(server) = redis.as_mut().filter(|_| plan.redis.is_some()) {
-            server.restart().map_err(|e| anyhow::anyhow!("{e}"))?;
-            progress(title, start, "redis-server restarted (empty)");
+        if let Some(which) = killed {
+            redis.restart(which)?;
+            progress(
+                title,
+                start,
+                &format!("{} restarted (empty)", redis.describe()),
+            );
         }
         at(marks.healthy_again);
         upstream.set(Phase::Healthy);
@@ -404,33 +463,54 @@ pub fn run(args: &[String]) -> Result<()> {
         .position(|a| a == "--out")
         .and_then(|i| args.get(i + 1))
         .map_or_else(|| PathBuf::from("target/fleet-demo.svg"), PathBuf::from);
-    let mut redis = match RedisServer::start(&[]) {
-        Ok(server) => Some(server),
-        Err(e) => bail!("the fleet demo needs a real Redis: {e}"),
+    let cluster = args.iter().any(|a| a == "--cluster");
+    let mut redis = if cluster {
+        RedisCluster::start(3)
+            .map(Redis::Cluster)
+            .map_err(|e| anyhow::anyhow!("the fleet demo needs a real Redis Cluster: {e}"))?
+    } else {
+        RedisServer::start(&[])
+            .map(Redis::Server)
+            .map_err(|e| anyhow::anyhow!("the fleet demo needs a real Redis: {e}"))?
     };
-    let url = redis.as_ref().map(|r| r.url(None)).unwrap_or_default();
+    let url = redis.url();
     let node = node_member();
     eprintln!(
-        "tripgate fleet demo: {MEMBERS} member processes ({}), K = {PROBES}, cooldown {COOLDOWN_MS} ms, redis-server on {url}",
+        "tripgate fleet demo: {MEMBERS} member processes ({}), K = {PROBES}, cooldown {COOLDOWN_MS} ms, {} on {url}",
         match &node {
             Some(_) => "Rust and Node alternating",
             None => "Rust only: no node, or js/examples/fleet-member.mjs or the built JS package \
                      (js/pkg, js/node_modules) missing; `bash js/scripts/setup.sh` builds it",
+        },
+        if cluster {
+            "a Redis Cluster of 3 masters"
+        } else {
+            "redis-server"
         }
     );
+    // A cluster takes about 2 s to serve a restarted master's slots again: the script
+    // runs on for as long after it.
+    let script = if cluster {
+        Marks {
+            end: SCRIPT.end + 2_500,
+            ..SCRIPT
+        }
+    } else {
+        SCRIPT
+    };
     let plan = |redis, quorum| Plan {
         redis,
         quorum,
         node: node.as_ref(),
     };
-    let off = run_once("off", &plan(None, 1), &mut redis, SCRIPT, None)?;
-    let on = run_once("on", &plan(Some(&url), 1), &mut redis, SCRIPT, None)?;
+    let off = run_once("off", &plan(None, 1), &mut redis, script, None)?;
+    let on = run_once("on", &plan(Some(&url), 1), &mut redis, script, None)?;
     let short = Marks {
         end: 2_500,
         ..SCRIPT
     };
     let quorum = run_once("on Q=2", &plan(Some(&url), 2), &mut redis, short, Some(0))?;
-    let table = report::Table::measure(&off, &on, &quorum);
+    let table = report::Table::measure(&off, &on, &quorum, redis.describe());
     print!("{}", table.render());
     let svg = report::svg(&[&off, &on, &quorum]);
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {

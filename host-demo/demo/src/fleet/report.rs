@@ -26,6 +26,8 @@ pub struct Table {
     /// Commands the members sent the store, and over how many seconds (fleet mode on,
     /// before the kill).
     pub store_commands: Option<(u64, f64)>,
+    /// What was killed and restarted.
+    pub store: &'static str,
     /// Members other than the broken one that left closed, and whether the broken one
     /// opened (Q = 2 run).
     pub quorum_others_opened: usize,
@@ -163,13 +165,14 @@ fn p50_p99(sorted: &[f64]) -> String {
 }
 
 impl Table {
-    pub fn measure(off: &RunLog, on: &RunLog, quorum: &RunLog) -> Self {
+    pub fn measure(off: &RunLog, on: &RunLog, quorum: &RunLog, store: &'static str) -> Self {
         let broken = quorum.members.first();
         let fail = quorum.start_us;
         Self {
             off: figures(off),
             on: figures(on),
             store_commands: on.store_commands,
+            store,
             quorum_others_opened: quorum
                 .members
                 .iter()
@@ -243,7 +246,8 @@ impl Table {
         );
         let _ = writeln!(
             s,
-            "\nredis-server killed mid-run (fleet on), restarted empty 1.4 s later:"
+            "\n{} killed mid-run (fleet on), restarted empty 1.4 s later:",
+            self.store
         );
         let _ = writeln!(
             s,
