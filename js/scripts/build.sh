@@ -13,7 +13,10 @@ fi
 
 cd "$ROOT"
 cargo build -p tripgate-wasm --target wasm32-unknown-unknown --profile wasm
-TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+# Cargo's target dir: CARGO_TARGET_DIR, else what cargo's config says, else target/.
+TARGET_DIR="$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps 2>/dev/null |
+  node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).target_directory))' 2>/dev/null ||
+  echo "${CARGO_TARGET_DIR:-$ROOT/target}")"
 WASM="$TARGET_DIR/wasm32-unknown-unknown/wasm/tripgate_wasm.wasm"
 
 for target in node web; do

@@ -26,7 +26,11 @@ fi
 # The component (component/, WIT in wit/), transpiled by jco for test/jco.test.js.
 ROOT="$(cd "$JS/.." && pwd)"
 (cd "$ROOT" && cargo build -p tripgate-component --target wasm32-wasip2 --profile component)
-COMPONENT="${CARGO_TARGET_DIR:-$ROOT/target}/wasm32-wasip2/component/tripgate_component.wasm"
+# Cargo's target dir: CARGO_TARGET_DIR, else what cargo's config says, else target/.
+TARGET_DIR="$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps 2>/dev/null |
+  node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).target_directory))' 2>/dev/null ||
+  echo "${CARGO_TARGET_DIR:-$ROOT/target}")"
+COMPONENT="$TARGET_DIR/wasm32-wasip2/component/tripgate_component.wasm"
 if [ ! -f "$JS/test/.jco/tripgate.js" ] || [ "$COMPONENT" -nt "$JS/test/.jco/tripgate.js" ]; then
   rm -rf "$JS/test/.jco"
   node "$JS/node_modules/@bytecodealliance/jco/src/jco.js" transpile "$COMPONENT" \

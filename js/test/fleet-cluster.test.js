@@ -5,13 +5,14 @@
 // its members deciding alone until it is back.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createClient } from 'redis';
 import { CircuitBreaker, Rejected } from '../src/node.js';
 import { FleetStore } from '../src/fleet/index.js';
 import {
-  allAt, breakerOptions, closeAll, fleetName, fleetOf, keys, probeRound, storeOptions, trip, waitFor,
+  allAt, breakerOptions, closeAll, fleetName, fleetOf, keys, member, probeRound, storeOptions, trip, waitFor,
 } from './fleet-helpers.js';
-import { startCluster } from './redis-cluster.js';
+import { redisCliPath, startCluster } from './redis-cluster.js';
 
 describe('fleet mode on a three-master Redis Cluster', () => {
   let cluster;
@@ -113,5 +114,29 @@ describe('fleet mode on a three-master Redis Cluster', () => {
     assert.equal(a.transitions.at(-1), 'closed>open:fleet-open');
     await client.close();
     await closeAll(members);
+  });
+
+  test('sessions that fail while a master is down leave no connection behind: after close(), every node is back to its own clients', async () => {
+    const name = fleetName('sessions');
+    const node = cluster.nodeOf(keys(name).gen);
+    const others = cluster.nodes.filter((n) => n !== node);
+    // Clients of the live masters: redis-cli's own connection is the one client left.
+    const clients = () => others.map((n) => Number(/connected_clients:(\d+)/.exec(
+      spawnSync(redisCliPath(), ['-p', String(n.port), 'info', 'clients'], { encoding: 'utf8' }).stdout)?.[1]));
+    await waitFor(() => clients().every((c) => c === 1), 'no client on the live masters');
+    await node.kill();
+    // Every session now times out while the cluster client still finds its nodes; each
+    // reaches the live masters, so a client count of 3 on one means sessions came and went.
+    const m = await member(undefined, name, { nodes: cluster.urls, url: undefined, storeTimeoutMs: 50 });
+    let most = 0;
+    await waitFor(() => {
+      most = Math.max(most, ...clients());
+      return most >= 3;
+    }, 'sessions reaching the live masters');
+    await node.start();
+    await waitFor(() => cluster.ok(), 'the cluster up again', 15_000);
+    await waitFor(() => m.fleet.status().connected, 'the member back', 15_000);
+    await m.store.close();
+    await waitFor(() => clients().every((c) => c === 1), `the live masters' clients back to 1 (now ${clients()})`);
   });
 });

@@ -368,8 +368,6 @@ export class FleetStore {
       command = this.#redis.createClient({ url: o.urls[0], ...this.#clientOptions() });
       subscriber = command.duplicate();
     }
-    const clients = { command, subscriber };
-    this.#clients = clients;
     const lost = (error) => {
       if (epoch === this.#epoch) this.#lost(error);
     };
@@ -378,6 +376,12 @@ export class FleetStore {
       client.on('end', () => lost(new Error('the connection to the store closed')));
     }
     const connecting = Promise.all([...new Set([command, subscriber])].map((c) => c.connect()));
+    const clients = { command, subscriber, connecting, settled: false };
+    const settled = () => {
+      clients.settled = true;
+    };
+    connecting.then(settled, settled);
+    this.#clients = clients;
     bounded(connecting, o.storeTimeoutMs).then(() => {
       if (epoch !== this.#epoch) return;
       this.#link = UP;
@@ -430,13 +434,23 @@ export class FleetStore {
 
   #drop(clients) {
     if (clients === null) return;
-    for (const client of new Set([clients.command, clients.subscriber])) {
-      try {
-        client.destroy();
-      } catch {
-        // Never connected, or closed already.
+    const destroy = () => {
+      for (const client of new Set([clients.command, clients.subscriber])) {
+        try {
+          client.destroy();
+        } catch {
+          // Never connected, or closed already.
+        }
       }
-    }
+    };
+    // A client destroyed while its sockets still connect (a session that timed out while
+    // a cluster's master was down or coming back) keeps the sockets that connect after:
+    // node-redis 6 neither stops a discovery in flight nor closes a socket still
+    // connecting. So a client is destroyed once its connect has settled, which the
+    // socket's connect timeout bounds; no connection outlives its session, however many
+    // sessions an outage fails.
+    if (clients.settled) destroy();
+    else clients.connecting.then(destroy, destroy);
   }
 
   // ---- time ------------------------------------------------------------------------------
