@@ -38,6 +38,19 @@ if [ -z "${TRIPGATE_HOST_DEMO:-}" ]; then
 fi
 export TRIPGATE_TARGET_DIR="$TARGET"
 
+# The mixed fleet's Node member (js/examples/fleet-member.mjs) needs the JS package built
+# (js/pkg) and its redis client: made here when node and the wasm-bindgen CLI are on the
+# machine (tests/setup.sh installs the CLI), unless TRIPGATE_NODE_MEMBER names a member
+# elsewhere. Without them its test is skipped, saying why.
+if [ -z "${TRIPGATE_NODE_MEMBER:-}" ] && command -v node >/dev/null 2>&1 &&
+  command -v wasm-bindgen >/dev/null 2>&1; then
+  bash "$ROOT/js/scripts/build.sh" >/dev/null
+  if [ ! -f "$ROOT/js/node_modules/.package-lock.json" ] ||
+    [ "$ROOT/js/package-lock.json" -nt "$ROOT/js/node_modules/.package-lock.json" ]; then
+    (cd "$ROOT/js" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi

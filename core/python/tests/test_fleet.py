@@ -501,3 +501,33 @@ def test_propagation_between_python_members(server, members):
         f"p99 {q(opens, 0.99):.2f} ms; close p50 {statistics.median(closes) * 1e3:.2f} ms p99 {q(closes, 0.99):.2f} ms"
     )
     assert q(opens, 0.99) <= 50 and q(closes, 0.99) <= 50
+
+
+def test_the_call_path_costs_what_it_costs_without_fleet_mode(server, members):
+    """FLEET.md § 1: acquire and record stay local decisions; a member's breaker costs
+    what a lone one does (each figure the best of five timings of 20,000 pairs)."""
+    m = members(server.url, "cost")
+    connected(m)
+    lone = tripgate.CircuitBreaker(clock=tripgate.FakeClock(1.0), **config(1))
+
+    def best(breaker):
+        timings = []
+        for _ in range(5):
+            t = time.perf_counter()
+            for _ in range(20_000):
+                breaker.acquire().record("success")
+            timings.append((time.perf_counter() - t) / 20_000)
+        return min(timings)
+
+    alone, member = best(lone), best(m.breaker)
+    print(f"\nacquire+record: {alone * 1e9:.0f} ns alone, {member * 1e9:.0f} ns as a fleet member")
+    assert member < 3 * alone + 1e-6
+    assert m.fleet.status().counts["published"] == 0
+
+
+def test_without_redis_py_the_error_says_what_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "redis", None)
+    with pytest.raises(ImportError, match=r"pip install 'tripgate\[redis\]'"):
+        FleetStore.connect("redis://127.0.0.1:1")
