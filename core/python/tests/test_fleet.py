@@ -531,3 +531,56 @@ def test_without_redis_py_the_error_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "redis", None)
     with pytest.raises(ImportError, match=r"pip install 'tripgate\[redis\]'"):
         FleetStore.connect("redis://127.0.0.1:1")
+
+
+def test_waiting_members_and_many_fleets_cost_little(server, members):
+    """A waiting member asks once per holder's lease and an idle one reads back at its
+    reconcile rate, however often its callers are turned away."""
+    ms = [members(server.url, "waiting") for _ in range(5)]
+    connected(*ms)
+    ms[0].fail()
+    settled(*ms)
+    holder = probe_round(ms)
+    probe = ms[holder].breaker.acquire()
+    assert probe
+    before, window = server.commands_sent(), time.monotonic()
+    while time.monotonic() - window < 0.5:
+        for m in ms:
+            m.breaker.acquire()
+        time.sleep(0.001)
+    commands = server.commands_sent() - before
+    reads = 5 * int((time.monotonic() - window) / 0.1 + 1)
+    assert commands <= reads + 10, f"{commands} commands in {time.monotonic() - window:.2f} s"
+    probe.cancel()
+
+
+def test_a_failing_store_is_retried_with_a_growing_backoff(members):
+    """A store that answers and then fails every session (an ACL user allowed to connect
+    and subscribe, not to run scripts) is retried ever more slowly, not in a loop."""
+    server = RedisServer("--user", "default", "off", "--user", "app", "on", ">pw", "~*", "&*", "+@all", "-evalsha", "-eval")
+    try:
+        m = members(f"redis://app:pw@127.0.0.1:{server.port}", "refused", store={"max_backoff": 1.0})
+        watched = time.monotonic() + 2
+        while time.monotonic() < watched:
+            assert not m.fleet.status().connected
+            time.sleep(0.02)
+        status = m.fleet.status()
+        # 10 ms, doubling to 1 s (jittered): about 8 sessions in 2 s.
+        assert 2 <= status.connects <= 12, f"{status.connects} sessions in 2 s"
+        assert "NoPermissionError" in m.store.last_error
+        assert m.breaker.state == "closed"
+    finally:
+        server.kill()
+
+
+def test_a_registry_joins_its_fleet_breakers(server, members):
+    m = members(server.url, "reg-own")
+    registry = tripgate.Registry(clock=tripgate.FakeClock(1.0))
+    registry.get("reg-a", **config(1))
+    registry.get("reg-b", **config(1))
+    registry.get("reg-local", failure_threshold=3)
+    fleets = m.store.join_registry(registry)
+    assert sorted(f.name for f in fleets) == ["reg-a", "reg-b"]
+    for f in fleets:
+        assert f.ready(5.0)
+    assert registry["reg-local"].fleet_status()["enabled"] is False

@@ -308,6 +308,12 @@ class FleetStore:
         self._request("join", entry)
         return entry.fleet
 
+    def join_registry(self, registry):
+        """Joins every breaker of a ``tripgate.Registry`` that has ``fleet_quorum``, each to
+        the fleet of its name in the registry; the others are left alone. Breakers the
+        registry makes later join with ``join``. Returns the ``Fleet``s."""
+        return [self.join(name, breaker) for name, breaker in registry.items() if breaker.fleet_status()["enabled"]]
+
     def close(self, timeout=None):
         """Leaves every fleet (the breakers go on as local ones, leases are given back)
         and closes the connections. Idempotent."""
