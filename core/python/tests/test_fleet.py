@@ -584,3 +584,41 @@ def test_a_registry_joins_its_fleet_breakers(server, members):
     for f in fleets:
         assert f.ready(5.0)
     assert registry["reg-local"].fleet_status()["enabled"] is False
+
+
+def test_an_expired_lease_leads_nothing(server, members):
+    """A holder frozen past its lease (here its clock moved past it) does not lead the
+    fleet when it wakes: its probe's failure re-opens it alone, and nothing is published."""
+    a, b = members(server.url, "frozen"), members(server.url, "frozen")
+    connected(a, b)
+    a.fail()
+    settled(a, b)
+    r = server.client()
+    before = int(r.get("tripgate:{frozen}:gen"))
+    a.clock.advance(COOLDOWN)
+    b.clock.advance(COOLDOWN)
+    assert a.breaker.acquire().reason == "probing-elsewhere"
+    eventually("A holds the lease", lambda: a.breaker.fleet_status()["lease_held"])
+    probe = a.breaker.acquire()
+    a.clock.advance(30.0 + 1.0)
+    probe.record("status:503")
+    assert a.breaker.state == "open"
+    reconciles = a.fleet.status().counts["reconciles"]
+    eventually("three reconciles later", lambda: a.fleet.status().counts["reconciles"] >= reconciles + 3)
+    assert int(r.get("tripgate:{frozen}:gen")) == before, "an expired lease published nothing"
+    assert b.breaker.state == "half-open"
+    assert f" {before} open ".encode() in r.get("tripgate:{frozen}:event")
+
+
+@pytest.mark.parametrize("fleet,remaining_ms,most", [("replayed-long", 10 * 365 * 86_400_000, 60.0), ("replayed-short", 5_000, 5.0)])
+def test_a_stored_open_lasts_no_longer_than_the_member_allows(server, members, fleet, remaining_ms, most):
+    """A captured signed open re-stored with a TTL of ten years opens a member for at most
+    the least of the TTL, its signed time and the member's longest opening."""
+    r = server.client()
+    r.set(f"tripgate:{{{fleet}}}:gen", 998)
+    line = _native.fleet_encode(fleet, 998, "open", remaining_ms, "0000000000000099", KEY)
+    r.psetex(f"tripgate:{{{fleet}}}:event", 10 * 365 * 86_400_000, line)
+    m = members(server.url, fleet, max_cooldown=60.0)
+    eventually("the stored open applied", lambda: m.breaker.state == "open")
+    left = m.breaker.metrics()["cooldown_remaining"]
+    assert left <= most, f"{fleet}: open for {left} s, at most {most}"
