@@ -265,3 +265,27 @@ def test_the_backoff_is_the_cores():
     assert waits[0] <= 13 * MS and waits[-1] <= 10**9 and waits[-1] >= 750 * MS
     with pytest.raises(ValueError, match="max_backoff"):
         _native.FleetBackoff(1, 7)
+
+
+def test_random_store_options_are_refused_cleanly_or_accepted():
+    """Every option of FleetStore.connect, drawn from values of every type: a store, or a
+    ValueError/TypeError naming the option."""
+    pytest.importorskip("redis")
+    from tripgate.fleet import FleetStore
+
+    from test_hostile import ODD_VALUES
+
+    rng = random.Random(5)
+    names = ["key", "member", "reconcile_interval", "store_timeout", "max_backoff"]
+    urls = [*ODD_VALUES, "redis://127.0.0.1:1", "redis://127.0.0.1:1/0", "redis://127.0.0.1:1/3", "redis://[::1", "unix:///nowhere?db=2"]
+    for _ in range(400):
+        url = rng.choice(urls)
+        options = {rng.choice(names): rng.choice(ODD_VALUES) for _ in range(rng.randint(0, 3))}
+        try:
+            store = FleetStore.connect(url, **options)
+        except (ValueError, TypeError) as error:
+            assert getattr(error, "option", None) in ["url", *names], (url, options, error)
+        except BaseException as error:  # noqa: BLE001
+            pytest.fail(f"{url!r} {options}: {type(error).__name__}: {error}")
+        else:
+            store.close()
