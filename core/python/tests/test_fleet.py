@@ -622,3 +622,16 @@ def test_a_stored_open_lasts_no_longer_than_the_member_allows(server, members, f
     eventually("the stored open applied", lambda: m.breaker.state == "open")
     left = m.breaker.metrics()["cooldown_remaining"]
     assert left <= most, f"{fleet}: open for {left} s, at most {most}"
+
+
+def test_a_store_started_before_redis_joins_when_it_comes(server, members):
+    server.kill()
+    a = members(server.url, "late")
+    assert not a.fleet.ready(0.2)
+    a.fail()
+    assert a.breaker.state == "open", "alone, the breaker decides"
+    server.restart()
+    assert a.fleet.ready(5.0)
+    b = members(server.url, "late")
+    connected(b)
+    eventually("the trip the store missed reached B", lambda: b.breaker.state == "open")

@@ -39,7 +39,8 @@ __all__ = ["FleetStore", "Fleet", "FleetStatus"]
 _log = logging.getLogger("tripgate")
 
 _SCRIPTS = {name: text.encode() for name, text in _native.fleet_scripts().items()}
-_SHAS = {name: hashlib.sha1(text).hexdigest() for name, text in _SCRIPTS.items()}
+# Script names, not secrets: the hash Redis keys its script cache by.
+_SHAS = {name: hashlib.sha1(text, usedforsecurity=False).hexdigest() for name, text in _SCRIPTS.items()}
 _slots = itertools.count(1)
 
 
