@@ -39,13 +39,28 @@ def ping(port):
     return answer.startswith((b"+PONG", b"-NOAUTH"))
 
 
+def accepts(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
+
+
 class RedisServer:
-    def __init__(self, *extra):
+    def __init__(self, *extra, tls=None):
+        """``tls``: ``(certificate, key)`` files: it then speaks TLS only (``rediss://``),
+        not asking clients for certificates."""
         self.binary = binary()
         if self.binary is None:
             pytest.fail("redis-server is not installed: apt-get install redis-server (scripts/test.sh does)")
         self.port = free_port()
         self.extra = [str(e) for e in extra]
+        self.tls = tls is not None
+        if self.tls:
+            cert, key = tls
+            self.extra += ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(cert),
+                           "--tls-key-file", str(key), "--tls-auth-clients", "no"]
         self.process = None
         self.restart()
 
@@ -61,7 +76,7 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 5
-        while not ping(self.port):
+        while not (accepts(self.port) if self.tls else ping(self.port)):
             if self.process.poll() is not None:
                 pytest.fail(f"redis-server exited: {self.process.returncode}")
             if time.monotonic() > deadline:

@@ -6,7 +6,9 @@ time. The hostile cases are core/redis/tests/hostile.rs's, as they apply to Pyth
 
 import itertools
 import os
+import shutil
 import statistics
+import subprocess
 import time
 
 import pytest
@@ -635,3 +637,38 @@ def test_a_store_started_before_redis_joins_when_it_comes(server, members):
     b = members(server.url, "late")
     connected(b)
     eventually("the trip the store missed reached B", lambda: b.breaker.state == "open")
+
+
+def certificates(dir):
+    """A CA and a server certificate for 127.0.0.1 signed by it (the ``openssl`` command)."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=dir, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=tripgate test CA")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1")
+    (dir / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "1", "-extfile", "san.ext")
+
+
+def test_members_follow_the_fleet_over_tls(members, tmp_path):
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to make the certificates with")
+    certificates(tmp_path)
+    server = RedisServer(tls=(tmp_path / "server.crt", tmp_path / "server.key"))
+    try:
+        url = f"rediss://127.0.0.1:{server.port}"
+        ca = (tmp_path / "ca.crt").read_bytes()
+        a = members(url, "tls", store={"tls_root_cert": ca})
+        b = members(url, "tls", store={"tls_root_cert": ca.decode()})
+        connected(a, b)
+        a.fail()
+        eventually("B opened", lambda: b.breaker.state == "open")
+        # Without the CA, the server's certificate is not trusted: never connected.
+        c = members(url, "tls")
+        assert not c.fleet.ready(0.3)
+        assert "certificate" in (c.store.last_error or "").lower()
+    finally:
+        server.kill()
+    with pytest.raises(ValueError) as caught:
+        FleetStore.connect("redis://127.0.0.1:1", tls_root_cert=ca)
+    assert caught.value.option == "tls_root_cert"

@@ -276,8 +276,8 @@ def test_random_store_options_are_refused_cleanly_or_accepted():
     from test_hostile import ODD_VALUES
 
     rng = random.Random(5)
-    names = ["key", "member", "reconcile_interval", "store_timeout", "max_backoff"]
-    urls = [*ODD_VALUES, "redis://127.0.0.1:1", "redis://127.0.0.1:1/0", "redis://127.0.0.1:1/3", "redis://[::1", "unix:///nowhere?db=2"]
+    names = ["key", "member", "reconcile_interval", "store_timeout", "max_backoff", "tls_root_cert"]
+    urls = [*ODD_VALUES, "redis://127.0.0.1:1", "redis://127.0.0.1:1/0", "redis://127.0.0.1:1/3", "redis://[::1", "unix:///nowhere?db=2", "rediss://127.0.0.1:1"]
     for _ in range(400):
         url = rng.choice(urls)
         options = {rng.choice(names): rng.choice(ODD_VALUES) for _ in range(rng.randint(0, 3))}

@@ -214,6 +214,7 @@ class FleetStore:
         reconcile_interval=None,
         store_timeout=None,
         max_backoff=None,
+        tls_root_cert=None,
     ):
         """Checks the options (errors name the option: ``error.option``) and starts the
         store's thread. It returns at once: the connection is made in the background, and
@@ -226,9 +227,19 @@ class FleetStore:
         - ``member``: this process's stable name (a pod or host name), from which its
           member id is derived, so a restarted process keeps its vote; default random.
         - ``reconcile_interval`` (1 s), ``store_timeout`` (0.25 s), ``max_backoff`` (1 s):
-          seconds, within the core's bounds."""
+          seconds, within the core's bounds.
+        - ``tls_root_cert``: for ``rediss://``, the PEM certificate (str or bytes) of the
+          CA that signed the server's, when the system's roots do not trust it."""
         redis = _redis()
         _check_url(redis, url)
+        tls = {}
+        if tls_root_cert is not None:
+            if not isinstance(tls_root_cert, (str, bytes)):
+                raise _error(TypeError, "tls_root_cert", f"tls_root_cert must be PEM text (str or bytes), not {type(tls_root_cert).__name__}")
+            if not url.startswith("rediss://"):
+                raise _error(ValueError, "tls_root_cert", "tls_root_cert is only for rediss:// URLs")
+            pem = tls_root_cert.decode("ascii", "replace") if isinstance(tls_root_cert, bytes) else tls_root_cert
+            tls["ssl_ca_data"] = pem
         options = _native.fleet_options(
             reconcile_interval=reconcile_interval,
             store_timeout=store_timeout,
@@ -236,13 +247,14 @@ class FleetStore:
             key=key,
             member=member,
         )
-        return cls(redis, url, options, _token=_TOKEN)
+        return cls(redis, url, options, tls, _token=_TOKEN)
 
-    def __init__(self, redis, url, options, *, _token=None):
+    def __init__(self, redis, url, options, tls, *, _token=None):
         if _token is not _TOKEN:
             raise TypeError("use FleetStore.connect(url, ...)")
         self._redis = redis
         self._url = url
+        self._tls = tls
         self._key = options["key"]
         # Without a stable name, a random id (never all zeros: the wire's ids are not 0).
         self.member_id = options["member_id"] or secrets.token_hex(8).replace("0000000000000000", "0000000000000001")
@@ -453,6 +465,7 @@ class FleetStore:
             # Reconnects are the member's: with its backoff, and a read back first.
             retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
             health_check_interval=0,
+            **self._tls,
         )
         try:
             self._client.ping()
