@@ -458,19 +458,19 @@ class FleetStore:
     def _connect(self):
         redis = self._redis
         timeout = self._timeout_ns / 1e9
-        self._client = redis.Redis.from_url(
-            self._url,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            # Reconnects are the member's: with its backoff, and a read back first.
-            retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
-            health_check_interval=0,
-            **self._tls,
-        )
         try:
+            self._client = redis.Redis.from_url(
+                self._url,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                # Reconnects are the member's: with its backoff, and a read back first.
+                retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
+                health_check_interval=0,
+                **self._tls,
+            )
             self._client.ping()
         except Exception as error:  # noqa: BLE001 - any failure is the store down
-            self._lost(error)
+            self._down(error)
             return
         self._pubsub = self._client.pubsub()
         self._up = True
@@ -528,8 +528,10 @@ class FleetStore:
     def _lost(self, error):
         """The session is over: every member decides locally, and the store is tried again
         after the core's backoff (which a session that failed at once does not restart)."""
-        if self._client is None:
-            return
+        if self._client is not None:
+            self._down(error)
+
+    def _down(self, error):
         self._last_error = _redact(f"{type(error).__name__}: {error}")
         if self._up:
             self._disconnects += 1
