@@ -4,8 +4,8 @@
 # shared vector, the metrics scenario against tests/metrics/expected.prom and promtool, the
 # API, asyncio, classification against real services on 127.0.0.1, the brownout's verdicts,
 # fleet mode through redis-py on a real redis-server (with a mixed fleet of Python, Rust and,
-# when js/pkg is built, Node members), and a one-run smoke of the bench (which asserts no
-# speed).
+# where node and the wasm-bindgen CLI are, Node members), and a one-run smoke of the bench
+# (which asserts no speed).
 #
 #   bash core/python/scripts/test.sh        (from anywhere; tests/run-all.sh runs it)
 #
