@@ -676,3 +676,20 @@ def test_members_follow_the_fleet_over_tls(members, tmp_path):
     with pytest.raises(ValueError) as caught:
         FleetStore.connect("redis://127.0.0.1:1", tls_root_cert=ca)
     assert caught.value.option == "tls_root_cert"
+
+
+def test_a_holder_that_leaves_gives_the_lease_to_a_waiting_member_at_once(server, members):
+    """Leaving gives a held lease back, and its free notice makes a member waiting for it
+    ask at once, long before the holder's lease (30 s) would have run out."""
+    a, b = members(server.url, "handover"), members(server.url, "handover")
+    connected(a, b)
+    a.fail()
+    settled(a, b)
+    holder = probe_round([a, b])
+    leaving, waiting = ([a, b][holder], [a, b][1 - holder])
+    t = time.monotonic()
+    leaving.fleet.leave()
+    assert not leaving.breaker.fleet_status()["lease_held"], "local when leave returns"
+    eventually("the waiting member holds the lease", lambda: waiting.breaker.fleet_status()["lease_held"])
+    assert time.monotonic() - t < 1.0
+    assert not leaving.fleet.status().connected and leaving.breaker.fleet_status()["degraded"]
