@@ -12,8 +12,6 @@
 
 use std::cell::Cell;
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
@@ -404,11 +402,32 @@ impl FleetBackoff {
     }
 }
 
-/// What wakes a store's thread: a socket pair, the thread selecting on [`Self::fileno`].
-/// A wake writes one byte unless one is pending; it never blocks and never raises.
+/// A connected pair of sockets: a Unix one where there is one.
+#[cfg(unix)]
+type Stream = std::os::unix::net::UnixStream;
+#[cfg(not(unix))]
+type Stream = std::net::TcpStream;
+
+#[cfg(unix)]
+fn socket_pair() -> std::io::Result<(Stream, Stream)> {
+    Stream::pair()
+}
+
+/// Elsewhere a loopback TCP connection, which `select` takes on every platform.
+#[cfg(not(unix))]
+fn socket_pair() -> std::io::Result<(Stream, Stream)> {
+    let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+    let writer = Stream::connect(listener.local_addr()?)?;
+    let (reader, _) = listener.accept()?;
+    Ok((reader, writer))
+}
+
+/// What wakes a store's thread: a socket pair, the thread selecting on
+/// [`FleetWaker::fileno`]. A wake writes one byte unless one is pending; it never blocks
+/// and never raises.
 struct WakeFd {
-    reader: UnixStream,
-    writer: UnixStream,
+    reader: Stream,
+    writer: Stream,
     pending: AtomicBool,
 }
 
@@ -429,7 +448,7 @@ pub struct FleetWaker(Arc<WakeFd>);
 impl FleetWaker {
     #[new]
     fn new() -> PyResult<Self> {
-        let (reader, writer) = UnixStream::pair()?;
+        let (reader, writer) = socket_pair()?;
         reader.set_nonblocking(true)?;
         writer.set_nonblocking(true)?;
         Ok(Self(Arc::new(WakeFd {
@@ -440,8 +459,17 @@ impl FleetWaker {
     }
 
     /// The socket to select on.
-    fn fileno(&self) -> i32 {
-        self.0.reader.as_raw_fd()
+    #[cfg(unix)]
+    fn fileno(&self) -> i64 {
+        use std::os::fd::AsRawFd;
+        i64::from(self.0.reader.as_raw_fd())
+    }
+
+    /// The socket to select on.
+    #[cfg(windows)]
+    fn fileno(&self) -> u64 {
+        use std::os::windows::io::AsRawSocket;
+        self.0.reader.as_raw_socket()
     }
 
     /// Wakes the thread.
