@@ -5,7 +5,7 @@
 //! with noisy neighbours a ratio of two of its medians also carries what the neighbours
 //! did in between.
 //!
-//!     cargo run --release -p tripgate-bench --example interleaved [rounds=400]
+//!     cargo run --release -p tripgate-bench --example alternating [rounds=400]
 //!
 //! Prints, per thread count (1, 2 and 8 threads on one breaker; wall time per pair of
 //! throughput, as `benches/native.rs` reports it), each breaker's min, p10 and median

@@ -4,7 +4,8 @@
 //! Workloads: `closed` (acquire + record success), `closed-count` and `closed-hang` (the
 //! same with a count window, and with hang tracking), `open` (rejection), `trip` (the fault
 //! that trips, on a fresh copy of a breaker four faults from tripping), `shared` (the
-//! thread-safe breaker's acquire + record, one thread), `clock` (one `QuantaClock` read).
+//! thread-safe breaker's acquire + record, one thread), `failsafe` and `recloser` (their
+//! closed pair, as the benches run it), `clock` (one `QuantaClock` read).
 
 use std::hint::black_box;
 
@@ -67,6 +68,13 @@ fn main() {
                 black_box(b.acquire().unwrap().record(Outcome::Success));
             }
         }
+        // The peers' closed pair, as the native bench and `alternating` run them.
+        "failsafe" => peer(tripgate_bench::failsafe_breaker(), iters, |f| {
+            tripgate_bench::failsafe_pair(f)
+        }),
+        "recloser" => peer(tripgate_bench::recloser_breaker(), iters, |r| {
+            tripgate_bench::recloser_pair(r)
+        }),
         "clock" => {
             let clock = tripgate::QuantaClock::new();
             for _ in 0..iters {
@@ -86,5 +94,13 @@ fn closed_with(config: Config, iters: u64) {
         let p = b.acquire(black_box(now)).decision.unwrap();
         let r = b.record(p, Outcome::Success, black_box(now));
         black_box((r.class, r.transitions.len()));
+    }
+}
+
+/// A peer's pair, out of line for the same reason as `closed_with`.
+#[inline(never)]
+fn peer<T>(breaker: T, iters: u64, pair: impl Fn(&T)) {
+    for _ in 0..iters {
+        pair(black_box(&breaker));
     }
 }

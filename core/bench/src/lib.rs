@@ -1,7 +1,7 @@
 //! What the benchmarks share: one timing loop for every workload and the peers built
 //! with matching settings (`benches/core.rs`: the bare core; `benches/native.rs`: the
 //! thread-safe breaker, threads and the tower layer). `examples/hot_path.rs` is the loop
-//! profiled under perf and callgrind; `examples/interleaved.rs` times the thread-safe
+//! profiled under perf and callgrind; `examples/alternating.rs` times the thread-safe
 //! breaker and its peers in alternating rounds.
 
 use std::hint::black_box;
