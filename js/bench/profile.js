@@ -12,12 +12,19 @@
 //   promises   V8's own work with no JS frame of its own: promise reactions, microtasks
 //   gc         the garbage collector
 //   loop       this script (the loop, its await) and fn
-// and the functions with the most self time. The wasm module ships without a name section,
-// so its functions are `wasm-function[N]`: for names, run wasm-bindgen without
-// --remove-name-section over the same .wasm (see bench/README.md).
+// and the functions with the most self time. The package's wasm module has no name
+// section, so its functions show as `wasm-function[N]`; WASM_GLUE=path/to/tripgate_wasm.js
+// profiles a glue that wasm-bindgen made without --remove-name-section instead (the
+// commands are in bench/README.md).
 import { Session } from 'node:inspector/promises';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { CircuitBreaker } from '../src/node.js';
+import { install } from '../src/tables.js';
+
+if (process.env.WASM_GLUE) {
+  // The tables are the same module's: only the bindings that breakers are made from change.
+  install(await import(pathToFileURL(process.env.WASM_GLUE).href));
+}
 
 const mode = process.argv[2] ?? 'execute';
 const calls = Number(process.argv[3] ?? 3_000_000);
