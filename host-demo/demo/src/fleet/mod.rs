@@ -456,14 +456,32 @@ fn run_once(
     })
 }
 
+const USAGE: &str = "usage: host-demo fleet [--cluster] [--out FILE.svg]
+
+  --cluster   the members meet on a Redis Cluster of three masters (the master serving
+              the fleet's slot is the one killed mid-run) instead of one redis-server
+  --out FILE  where the timeline goes (default target/fleet-demo.svg)
+";
+
 pub fn run(args: &[String]) -> Result<()> {
     let started = Instant::now();
-    let out = args
-        .iter()
-        .position(|a| a == "--out")
-        .and_then(|i| args.get(i + 1))
-        .map_or_else(|| PathBuf::from("target/fleet-demo.svg"), PathBuf::from);
-    let cluster = args.iter().any(|a| a == "--cluster");
+    let mut out = PathBuf::from("target/fleet-demo.svg");
+    let mut cluster = false;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--cluster" => cluster = true,
+            "--out" => match rest.next() {
+                Some(path) => out = PathBuf::from(path),
+                None => bail!("--out needs a file name\n\n{USAGE}"),
+            },
+            "--help" | "-h" => {
+                print!("{USAGE}");
+                return Ok(());
+            }
+            other => bail!("unknown argument {other:?}\n\n{USAGE}"),
+        }
+    }
     let mut redis = if cluster {
         RedisCluster::start(3)
             .map(Redis::Cluster)
