@@ -56,6 +56,12 @@ bash js/scripts/test.sh || js_status=$?
 step "Rust: the component in wasmtime (tripgate-wasmtime, with its metrics and tracing), the demo, the fleet adapter on a real redis-server, and the component fuzz corpus replay"
 TRIPGATE_FLEET_MIXED=1 cargo test --release -p tripgate-wasmtime -p host-demo -p tripgate-fuzz-component -p tripgate-redis --features tripgate-wasmtime/tokio,tripgate-wasmtime/prometheus,tripgate-wasmtime/tracing,tripgate-redis/server
 
+# Fleet mode over TLS (`rediss://`, a private CA made with the openssl command) in an
+# invocation of its own: the feature brings rustls and ring into the redis client, which
+# the demo's invocation above does not need.
+step "Rust: fleet mode over TLS on a real redis-server (tripgate-redis, feature tls)"
+cargo test --release -p tripgate-redis --features server,tls --test tls
+
 # The edge guard (tripgate-edge) in an invocation of its own: wasmtime-wasi and
 # wasmtime-wasi-http turn on wasmtime features the library does not use (async, the
 # component model's async ABI), so `cargo tree -e features -i wasmtime` differs between
