@@ -28,12 +28,12 @@ cargo build -p tripgate-component --target wasm32-wasip2 --profile component
 step "Rust: the core (spec, no-heap, doctests), the host machinery, the vectors on the native core, the thread-safe breaker with its tower layer, the model proptests and the fuzz corpus replay"
 cargo test --release -p tripgate-core -p tripgate-host -p tripgate-vectors -p tripgate --all-features -p tripgate-fuzz
 
-# The Python package (core/python): a venv in the target dir with the pinned test
+# The Python package (python): a venv in the target dir with the pinned test
 # dependencies, the abi3 wheel built by maturin and installed, then pytest: every shared
 # vector, the metrics scenario against expected.prom and promtool, the API, asyncio, and
 # classification against real HTTP and gRPC services on 127.0.0.1.
 step "Python: the native package (maturin abi3 wheel) under pytest: vectors, metrics and promtool, API, classification"
-bash core/python/scripts/test.sh
+bash python/scripts/test.sh
 
 # The JS package comes before the wasmtime invocation: it builds js/pkg and installs the
 # redis client, so the fleet demo's test there runs a mixed fleet of Rust and Node

@@ -1,6 +1,6 @@
 // Fleet mode from Node against uneven traffic and a hostile or broken store, on a real
 // redis-server: each test is one finding of issue 20's hostile pass (the Rust adapter's
-// counterparts are core/redis/tests/hostile.rs), reproduced the way it was found, and what
+// counterparts are redis/tests/hostile.rs), reproduced the way it was found, and what
 // must hold instead. Breaker time is each member's fake clock; what Redis does is awaited
 // by polling a condition, never by sleeping for breaker time.
 import { after, before, describe, test } from 'node:test';

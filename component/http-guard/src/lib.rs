@@ -2,7 +2,7 @@
 //! tripgate circuit breaker, one per upstream authority.
 //!
 //! The breaker is not linked in: the guard imports `tripgate:breaker/circuit-breaker`,
-//! and a composition tool (wac; `host-demo/edge/build.rs`) plugs the shipped tripgate
+//! and a composition tool (wac; `component/edge/build.rs`) plugs the shipped tripgate
 //! component into that import. Runtimes that serve `wasi:http` start an instance per
 //! request, so each breaker's state lives in a `wasi:keyvalue@0.2.0-draft2` bucket between
 //! requests (`state.rs`, `guard.rs`).

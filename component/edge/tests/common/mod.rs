@@ -1,0 +1,287 @@
+//! What the tests share: one compiled runtime, a scripted upstream on 127.0.0.1, and a
+//! load helper.
+//!
+//! The upstream is the brownout demo's script in small (host-demo's upstream is
+//! part of a binary crate, not a library): healthy, a fixed status (the 503 storm, the
+//! 404 flood), a hang, and a cold start (the first fills take `fill` each, `slots` at a
+//! time). The test switches phases itself, so a phase lasts exactly the requests it
+//! sends. It counts what it receives, the half-open probes among them (the guard marks
+//! them `x-tripgate-probe: 1`), and the peak of each in flight at once.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tripgate_edge::client::{Answer, Client};
+use tripgate_edge::{Runtime, Server};
+
+/// The runtime every test shares (compiling the components takes about a second).
+pub fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| Runtime::new().expect("the runtime compiles the embedded components"))
+}
+
+#[derive(Clone, Debug)]
+pub enum Behaviour {
+    /// 200 at once.
+    Healthy,
+    /// This status at once.
+    Status(u16),
+    /// No answer until the phase changes or this long has passed.
+    Hang(Duration),
+    /// The first `fills` requests take `fill` each, `slots` at a time; then healthy.
+    Cold {
+        fill: Duration,
+        slots: u32,
+        fills: u32,
+    },
+}
+
+#[derive(Default, Debug)]
+pub struct Counts {
+    pub received: AtomicU64,
+    pub probes: AtomicU64,
+    pub in_flight: AtomicU32,
+    pub peak: AtomicU32,
+    pub probes_in_flight: AtomicU32,
+    pub peak_probes: AtomicU32,
+    /// Whether each request, in order of arrival, was a probe.
+    pub arrivals: Mutex<Vec<bool>>,
+}
+
+struct Shared {
+    behaviour: Mutex<(u64, Behaviour)>,
+    counts: Mutex<Arc<Counts>>,
+    fills_started: AtomicU32,
+    filling: AtomicU32,
+    stop: AtomicBool,
+}
+
+pub struct Upstream {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl Upstream {
+    pub fn start(behaviour: Behaviour) -> Upstream {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the upstream");
+        let addr = listener.local_addr().expect("the upstream's address");
+        let shared = Arc::new(Shared {
+            behaviour: Mutex::new((0, behaviour)),
+            counts: Mutex::new(Arc::new(Counts::default())),
+            fills_started: AtomicU32::new(0),
+            filling: AtomicU32::new(0),
+            stop: AtomicBool::new(false),
+        });
+        let accepting = shared.clone();
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                if accepting.stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let shared = accepting.clone();
+                thread::spawn(move || serve(stream, &shared));
+            }
+        });
+        Upstream { addr, shared }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:port`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Starts a phase: a new behaviour and fresh counts (returned).
+    pub fn phase(&self, behaviour: Behaviour) -> Arc<Counts> {
+        let counts = Arc::new(Counts::default());
+        *self.shared.counts.lock().unwrap() = counts.clone();
+        let mut current = self.shared.behaviour.lock().unwrap();
+        *current = (current.0 + 1, behaviour);
+        self.shared.fills_started.store(0, Ordering::SeqCst);
+        counts
+    }
+
+    pub fn counts(&self) -> Arc<Counts> {
+        self.shared.counts.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // Ends any hang, and wakes the accept loop so it sees `stop`.
+        self.phase(Behaviour::Healthy);
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+fn serve(stream: TcpStream, shared: &Shared) {
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(read_half);
+    let mut writer = stream;
+    let mut probe = false;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let text = line.trim_end();
+        if text.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = text.split_once(':') {
+            if name.trim().eq_ignore_ascii_case("x-tripgate-probe") && value.trim() == "1" {
+                probe = true;
+            }
+        }
+    }
+    let counts = shared.counts.lock().unwrap().clone();
+    let (phase, behaviour) = shared.behaviour.lock().unwrap().clone();
+    counts.received.fetch_add(1, Ordering::SeqCst);
+    counts.arrivals.lock().unwrap().push(probe);
+    let now = counts.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    counts.peak.fetch_max(now, Ordering::SeqCst);
+    if probe {
+        counts.probes.fetch_add(1, Ordering::SeqCst);
+        let now = counts.probes_in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        counts.peak_probes.fetch_max(now, Ordering::SeqCst);
+    }
+    let status = match behaviour {
+        Behaviour::Healthy => 200,
+        Behaviour::Status(status) => status,
+        Behaviour::Hang(limit) => {
+            let started = Instant::now();
+            while started.elapsed() < limit && shared.behaviour.lock().unwrap().0 == phase {
+                thread::sleep(Duration::from_millis(5));
+            }
+            200
+        }
+        Behaviour::Cold { fill, slots, fills } => {
+            if shared.fills_started.fetch_add(1, Ordering::SeqCst) < fills {
+                // Wait for a fill slot, then fill.
+                while shared
+                    .filling
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                        (n < slots).then_some(n + 1)
+                    })
+                    .is_err()
+                {
+                    thread::sleep(Duration::from_millis(2));
+                }
+                thread::sleep(fill);
+                shared.filling.fetch_sub(1, Ordering::SeqCst);
+            }
+            200
+        }
+    };
+    let body = format!("upstream says {status}\n");
+    let _ = write!(
+        writer,
+        "HTTP/1.1 {status} X\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = writer.flush();
+    counts.in_flight.fetch_sub(1, Ordering::SeqCst);
+    if probe {
+        counts.probes_in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The guard's settings for one upstream at `/`: the demo's breaker (threshold 5,
+/// K = 2 probes, M = 2 successes) with a 1 s cooldown and a 300 ms deadline.
+pub fn settings(upstream: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("TRIPGATE_UPSTREAMS", format!("/={upstream}")),
+        ("TRIPGATE_TIMEOUT_MS", "300".into()),
+        ("TRIPGATE_FAILURE_THRESHOLD", "5".into()),
+        ("TRIPGATE_MIN_CALLS", "5".into()),
+        ("TRIPGATE_COOLDOWN_MS", "1000".into()),
+        ("TRIPGATE_PROBES", "2".into()),
+        ("TRIPGATE_SUCCESSES", "2".into()),
+        ("TRIPGATE_PROBE_TIMEOUT_MS", "1000".into()),
+    ]
+}
+
+/// Starts the guard (or the bare handler) with `env`, a store and a clock.
+pub fn serve_with(
+    handler: tripgate_edge::Handler,
+    env: &[(&str, String)],
+    kv: &tripgate_edge::KeyValue,
+    clock: Option<&tripgate_edge::FakeClock>,
+) -> Server {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut options = tripgate_edge::Options::new(handler, &env);
+    options.kv = kv.clone();
+    options.clock = clock.cloned();
+    Server::start(runtime(), options).expect("the server starts")
+}
+
+/// Whether the guard rejected this answer (503 with its `x-tripgate` header).
+pub fn rejected(answer: &Answer) -> bool {
+    answer.status == 503 && answer.header("x-tripgate").is_some()
+}
+
+/// `clients` threads, each sending `each` requests in a row on its own connection;
+/// every answer, in no particular order.
+pub fn burst(addr: SocketAddr, path: &str, clients: usize, each: usize) -> Vec<Answer> {
+    let handles: Vec<_> = (0..clients)
+        .map(|_| {
+            let path = path.to_owned();
+            thread::spawn(move || {
+                let mut client = Client::new(addr);
+                (0..each)
+                    .map(|_| client.get(&path).expect("an answer"))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .flat_map(|h| h.join().expect("a client thread"))
+        .collect()
+}
+
+/// `clients` threads sending requests in a row until each has `wanted` answers that
+/// `done` accepts, or `limit` passes; every answer.
+pub fn until(
+    addr: SocketAddr,
+    clients: usize,
+    wanted: usize,
+    limit: Duration,
+    done: fn(&Answer) -> bool,
+) -> Vec<Answer> {
+    let handles: Vec<_> = (0..clients)
+        .map(|_| {
+            thread::spawn(move || {
+                let mut client = Client::new(addr);
+                let started = Instant::now();
+                let mut answers = Vec::new();
+                let mut good = 0;
+                while good < wanted && started.elapsed() < limit {
+                    let answer = client.get("/").expect("an answer");
+                    good += usize::from(done(&answer));
+                    answers.push(answer);
+                }
+                answers
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .flat_map(|h| h.join().expect("a client thread"))
+        .collect()
+}

@@ -1,0 +1,547 @@
+//! The fleet demo: `cargo run --release -p host-demo -- fleet`.
+//!
+//! A real `redis-server` on 127.0.0.1, an upstream on loopback that fails and recovers
+//! twice ([`upstream`]), and N member processes ([`member`], plus Node members when
+//! `node` and js/examples/fleet-member.mjs are there) that call it through their
+//! breakers. The script runs with fleet mode off, then on (Redis killed in the middle
+//! and restarted empty), then a short run with Q = 2 and one member whose path alone is
+//! broken. The table of FLEET.md's "How it is measured" comes from the run's own
+//! counts ([`report`]), and a timeline is drawn as SVG.
+
+pub mod member;
+mod report;
+mod upstream;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use tripgate_redis::server::{RedisCluster, RedisServer};
+
+use upstream::{Phase, Upstream};
+
+/// Microseconds since the Unix epoch: one clock every process on this host shares, so
+/// members' lines and the upstream's log line up.
+pub fn unix_us() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Members, probes per member (K), cooldown.
+const MEMBERS: usize = 8;
+const PROBES: u8 = 2;
+const COOLDOWN_MS: u64 = 1_500;
+const KEY: &str = "fleet demo shared key, 32 bytes!";
+
+/// The script, in ms after every member is ready.
+#[derive(Clone, Copy)]
+pub struct Marks {
+    pub fail: u64,
+    pub cold: u64,
+    pub healthy: u64,
+    pub kill: u64,
+    pub fail_again: u64,
+    pub restart: u64,
+    pub healthy_again: u64,
+    pub end: u64,
+}
+
+const SCRIPT: Marks = Marks {
+    fail: 800,
+    cold: 2_000,
+    healthy: 3_500,
+    kill: 3_800,
+    fail_again: 4_200,
+    restart: 5_200,
+    healthy_again: 5_600,
+    end: 7_500,
+};
+
+/// The store the fleet meets in: one `redis-server`, or a Redis Cluster of three masters
+/// (`host-demo fleet --cluster`), whose outage is the master serving the fleet's slot.
+pub enum Redis {
+    Server(RedisServer),
+    Cluster(RedisCluster),
+}
+
+impl Redis {
+    /// What members are given: a URL, or the cluster's node URLs joined by commas.
+    fn url(&self) -> String {
+        match self {
+            Self::Server(server) => server.url(None),
+            Self::Cluster(cluster) => cluster.urls().join(","),
+        }
+    }
+
+    fn describe(&self) -> &'static str {
+        match self {
+            Self::Server(_) => "redis-server",
+            Self::Cluster(_) => "the Redis Cluster master of the fleet's slot",
+        }
+    }
+
+    /// Commands members sent (every node, on a cluster).
+    fn commands_sent(&self) -> Option<u64> {
+        match self {
+            Self::Server(server) => server.commands_sent().ok(),
+            Self::Cluster(cluster) => cluster
+                .nodes
+                .iter()
+                .map(|n| n.commands_sent().ok())
+                .sum::<Option<u64>>(),
+        }
+    }
+
+    /// Kills the server, or the master serving `fleet`'s slot: which one, to restart it.
+    fn kill(&mut self, fleet: &str) -> Result<usize> {
+        match self {
+            Self::Server(server) => {
+                server.kill();
+                Ok(0)
+            }
+            Self::Cluster(cluster) => {
+                let owner = cluster.node_of(fleet).map_err(|e| anyhow::anyhow!("{e}"))?;
+                cluster.nodes[owner].kill();
+                Ok(owner)
+            }
+        }
+    }
+
+    fn restart(&mut self, which: usize) -> Result<()> {
+        let node = match self {
+            Self::Server(server) => server,
+            Self::Cluster(cluster) => &mut cluster.nodes[which],
+        };
+        node.restart().map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
+/// What one member said.
+#[derive(Clone, Debug, Default)]
+pub struct MemberLog {
+    pub label: String,
+    pub node: bool,
+    /// (unix µs, from, to, reason)
+    pub transitions: Vec<(u64, String, String, String)>,
+    /// (unix µs, up)
+    pub links: Vec<(u64, bool)>,
+    /// calls, rejected, waited, slowest µs, local decisions
+    pub stats: Option<[u64; 5]>,
+}
+
+/// One run's record.
+pub struct RunLog {
+    pub title: String,
+    pub start_us: u64,
+    pub marks: Marks,
+    pub members: Vec<MemberLog>,
+    pub seen: Vec<upstream::Seen>,
+    pub probes: Vec<(u64, i64)>,
+    /// Commands the members sent the store from the start to the kill, and over how many
+    /// seconds (fleet mode on).
+    pub store_commands: Option<(u64, f64)>,
+}
+
+struct Spawned {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    log: Arc<Mutex<MemberLog>>,
+    ready: Arc<Mutex<bool>>,
+}
+
+/// The Node member, if this checkout and machine can run one.
+fn node_member() -> Option<PathBuf> {
+    let script = std::env::var_os("TRIPGATE_NODE_MEMBER").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../js/examples/fleet-member.mjs"),
+        PathBuf::from,
+    );
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    // The script needs the JS package built (js/pkg) and its redis client installed.
+    let js = script.parent().and_then(|examples| examples.parent());
+    let built = js.is_some_and(|js| {
+        js.join("pkg/node/tripgate_wasm.js").is_file() && js.join("node_modules/redis").is_dir()
+    });
+    (node && script.is_file() && built).then(|| script.canonicalize().unwrap_or(script))
+}
+
+struct Plan<'a> {
+    redis: Option<&'a str>,
+    quorum: u8,
+    node: Option<&'a PathBuf>,
+}
+
+/// The Node member's command line (its own CLI: positional arguments, then options).
+fn node_command(
+    script: &PathBuf,
+    plan: &Plan,
+    i: usize,
+    upstream: &str,
+    name: &str,
+    label: &str,
+    end_ms: u64,
+) -> Command {
+    let mut c = Command::new("node");
+    let rate = 1000.0 / pause_ms(i) as f64 * f64::from(PROBES);
+    c.arg(script)
+        .arg(plan.redis.unwrap_or("redis://127.0.0.1:1"))
+        .arg(name)
+        .arg(format!("http://{upstream}/"))
+        .arg(if plan.redis.is_some() {
+            plan.quorum.to_string()
+        } else {
+            "off".into()
+        })
+        .arg(KEY)
+        .arg(label)
+        .arg(format!("{rate:.1}"))
+        // It stops itself; a little after the script's end, so the demo closes it first.
+        .arg(format!("{:.1}", end_ms as f64 / 1000.0 + 1.0))
+        .arg(format!("--cooldown-ms={COOLDOWN_MS}"))
+        .arg(format!("--failure-threshold={THRESHOLD}"))
+        .arg(format!("--probes={PROBES}"))
+        .arg("--required-successes=2")
+        .arg("--call-timeout-ms=1000");
+    c
+}
+
+/// Members see different traffic (10 to 115 ms between calls), as a real fleet's do:
+/// the busiest learns of an outage first.
+fn pause_ms(i: usize) -> u64 {
+    10 + 15 * i as u64
+}
+
+const THRESHOLD: u32 = 10;
+
+fn spawn(plan: &Plan, i: usize, upstream: &str, name: &str, end_ms: u64) -> Result<Spawned> {
+    let node = plan.node.filter(|_| i % 2 == 1);
+    let label = format!("{}{i}", if node.is_some() { "n" } else { "r" });
+    let args = [
+        ("--upstream", upstream.to_string()),
+        ("--redis", plan.redis.unwrap_or("off").to_string()),
+        ("--name", name.to_string()),
+        ("--key", KEY.to_string()),
+        ("--label", label.clone()),
+        ("--quorum", plan.quorum.to_string()),
+        ("--cooldown-ms", COOLDOWN_MS.to_string()),
+        ("--probes", PROBES.to_string()),
+        ("--successes", "2".into()),
+        ("--threshold", THRESHOLD.to_string()),
+        ("--callers", PROBES.to_string()),
+        ("--pause-ms", pause_ms(i).to_string()),
+    ];
+    let mut command = match node {
+        Some(script) => node_command(script, plan, i, upstream, name, &label, end_ms),
+        None => {
+            let mut c = Command::new(std::env::current_exe()?);
+            c.arg("fleet-member");
+            for (flag, value) in &args {
+                c.arg(flag).arg(value);
+            }
+            c
+        }
+    };
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("starting member {label}"))?;
+    let stdout = child.stdout.take().context("member stdout")?;
+    let log = Arc::new(Mutex::new(MemberLog {
+        label,
+        node: node.is_some(),
+        ..MemberLog::default()
+    }));
+    let ready = Arc::new(Mutex::new(false));
+    let (l, r) = (Arc::clone(&log), Arc::clone(&ready));
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            read_line(&line, &l, &r);
+        }
+    });
+    Ok(Spawned {
+        stdin: child.stdin.take(),
+        child,
+        log,
+        ready,
+    })
+}
+
+fn read_line(line: &str, log: &Mutex<MemberLog>, ready: &Mutex<bool>) {
+    let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+    if line.starts_with('{') {
+        return read_json(line, &mut log, ready);
+    }
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let num = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+    match f.first().copied() {
+        Some("ready") => *ready.lock().unwrap_or_else(|p| p.into_inner()) = true,
+        Some("transition") if f.len() == 5 => {
+            log.transitions
+                .push((num(1), f[2].to_string(), f[3].to_string(), f[4].to_string()));
+        }
+        Some("link") if f.len() == 3 => log.links.push((num(1), f[2] == "up")),
+        Some("stats") if f.len() == 6 => log.stats = Some([num(1), num(2), num(3), num(4), num(5)]),
+        _ => {}
+    }
+}
+
+/// A Node member's JSON line (js/examples/fleet-member.mjs; `t` in ms).
+fn read_json(line: &str, log: &mut MemberLog, ready: &Mutex<bool>) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+        return;
+    };
+    let t = (v["t"].as_f64().unwrap_or(0.0) * 1000.0) as u64;
+    let text = |k: &str| v[k].as_str().unwrap_or("").to_string();
+    let set_ready = || *ready.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    match v["type"].as_str() {
+        // `start` comes once the member has joined (connected, in fleet mode).
+        Some("start") => set_ready(),
+        Some("degraded") => log
+            .links
+            .push((t, v["degraded"] == serde_json::Value::Bool(false))),
+        Some("transition") => log
+            .transitions
+            .push((t, text("from"), text("to"), text("reason"))),
+        Some("summary") => {
+            let n = |k: &str| v[k].as_u64().unwrap_or(0);
+            let rejected = v["rejected"].as_object().map_or(0, |r| {
+                r.values().filter_map(serde_json::Value::as_u64).sum()
+            });
+            // It counts decisions over 1 ms; one that waited on the store would take at
+            // least store-timeout (250 ms), as the Rust member counts: none did if its
+            // slowest was faster, else count all its slow ones.
+            let slowest_us = v["max_decision_us"].as_f64().unwrap_or(0.0) as u64;
+            let waited = if slowest_us >= 250_000 {
+                n("decisions_over_1ms")
+            } else {
+                0
+            };
+            log.stats = Some([n("sent"), rejected, waited, slowest_us, 0]);
+        }
+        _ => {}
+    }
+}
+
+fn progress(title: &str, start: Instant, what: &str) {
+    eprintln!(
+        "  [{title} {:>5.2} s] {what}",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+/// Runs the script once: members up, upstream phases at the marks, Redis killed and
+/// restarted (fleet on), members stopped, logs gathered.
+fn run_once(
+    title: &str,
+    plan: &Plan,
+    redis: &mut Redis,
+    marks: Marks,
+    broken: Option<usize>,
+) -> Result<RunLog> {
+    let upstream = Upstream::start()?;
+    let name: String = format!("demo-{title}")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let mut members = (0..MEMBERS)
+        .map(|i| spawn(plan, i, &upstream.addr, &name, marks.end))
+        .collect::<Result<Vec<_>>>()?;
+    let waiting = Instant::now();
+    while !members
+        .iter()
+        .all(|m| *m.ready.lock().unwrap_or_else(|p| p.into_inner()))
+    {
+        for m in &mut members {
+            if let Ok(Some(status)) = m.child.try_wait() {
+                bail!("a member exited before it was ready ({status})");
+            }
+        }
+        if waiting.elapsed() > Duration::from_secs(20) {
+            bail!("members did not report ready within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let start = Instant::now();
+    let start_us = unix_us();
+    let sent = |redis: &Redis| plan.redis.and_then(|_| redis.commands_sent());
+    let sent_at_start = sent(redis);
+    let mut store_commands = None;
+    progress(title, start, &format!("{MEMBERS} members ready"));
+    if let Some(i) = broken {
+        let label = members[i]
+            .log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .label
+            .clone();
+        upstream.break_path(Some(label.clone()));
+        progress(
+            title,
+            start,
+            &format!("member {label}'s path is broken (only its calls fail)"),
+        );
+    }
+    let at = |ms: u64| {
+        let due = Duration::from_millis(ms);
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    };
+    if broken.is_none() {
+        at(marks.fail);
+        upstream.set(Phase::Failing);
+        progress(title, start, "upstream fails (503)");
+        at(marks.cold);
+        upstream.set(Phase::Cold);
+        progress(title, start, "upstream back, cold (150 ms a call)");
+        at(marks.healthy);
+        upstream.set(Phase::Healthy);
+        progress(title, start, "upstream healthy");
+        at(marks.kill);
+        if let (Some(first), Some(last)) = (sent_at_start, sent(redis)) {
+            store_commands = Some((last.saturating_sub(first), start.elapsed().as_secs_f64()));
+        }
+        let mut killed = None;
+        if plan.redis.is_some() {
+            killed = Some(redis.kill(&name)?);
+            progress(title, start, &format!("{} killed", redis.describe()));
+        }
+        at(marks.fail_again);
+        upstream.set(Phase::Failing);
+        progress(title, start, "upstream fails again");
+        at(marks.restart);
+        if let Some(which) = killed {
+            redis.restart(which)?;
+            progress(
+                title,
+                start,
+                &format!("{} restarted (empty)", redis.describe()),
+            );
+        }
+        at(marks.healthy_again);
+        upstream.set(Phase::Healthy);
+        progress(title, start, "upstream healthy");
+    }
+    at(marks.end);
+    for m in &mut members {
+        m.stdin.take();
+    }
+    for m in &mut members {
+        let _ = m.child.wait();
+    }
+    // The readers finish with the processes' stdout.
+    std::thread::sleep(Duration::from_millis(50));
+    progress(title, start, "members stopped");
+    let (seen, probes) = upstream.take();
+    Ok(RunLog {
+        title: title.to_string(),
+        start_us,
+        marks,
+        members: members
+            .iter()
+            .map(|m| m.log.lock().unwrap_or_else(|p| p.into_inner()).clone())
+            .collect(),
+        seen,
+        probes,
+        store_commands,
+    })
+}
+
+const USAGE: &str = "usage: host-demo fleet [--cluster] [--out FILE.svg]
+
+  --cluster   the members meet on a Redis Cluster of three masters (the master serving
+              the fleet's slot is the one killed mid-run) instead of one redis-server
+  --out FILE  where the timeline goes (default target/fleet-demo.svg)
+";
+
+pub fn run(args: &[String]) -> Result<()> {
+    let started = Instant::now();
+    let mut out = PathBuf::from("target/fleet-demo.svg");
+    let mut cluster = false;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--cluster" => cluster = true,
+            "--out" => match rest.next() {
+                Some(path) => out = PathBuf::from(path),
+                None => bail!("--out needs a file name\n\n{USAGE}"),
+            },
+            "--help" | "-h" => {
+                print!("{USAGE}");
+                return Ok(());
+            }
+            other => bail!("unknown argument {other:?}\n\n{USAGE}"),
+        }
+    }
+    let mut redis = if cluster {
+        RedisCluster::start(3)
+            .map(Redis::Cluster)
+            .map_err(|e| anyhow::anyhow!("the fleet demo needs a real Redis Cluster: {e}"))?
+    } else {
+        RedisServer::start(&[])
+            .map(Redis::Server)
+            .map_err(|e| anyhow::anyhow!("the fleet demo needs a real Redis: {e}"))?
+    };
+    let url = redis.url();
+    let node = node_member();
+    eprintln!(
+        "tripgate fleet demo: {MEMBERS} member processes ({}), K = {PROBES}, cooldown {COOLDOWN_MS} ms, {} on {url}",
+        match &node {
+            Some(_) => "Rust and Node alternating",
+            None => "Rust only: no node, or js/examples/fleet-member.mjs or the built JS package \
+                     (js/pkg, js/node_modules) missing; `bash js/scripts/setup.sh` builds it",
+        },
+        if cluster {
+            "a Redis Cluster of 3 masters"
+        } else {
+            "redis-server"
+        }
+    );
+    // A cluster takes about 2 s to serve a restarted master's slots again: the script
+    // runs on for as long after it.
+    let script = if cluster {
+        Marks {
+            end: SCRIPT.end + 2_500,
+            ..SCRIPT
+        }
+    } else {
+        SCRIPT
+    };
+    let plan = |redis, quorum| Plan {
+        redis,
+        quorum,
+        node: node.as_ref(),
+    };
+    let off = run_once("off", &plan(None, 1), &mut redis, script, None)?;
+    let on = run_once("on", &plan(Some(&url), 1), &mut redis, script, None)?;
+    let short = Marks {
+        end: 2_500,
+        ..SCRIPT
+    };
+    let quorum = run_once("on Q=2", &plan(Some(&url), 2), &mut redis, short, Some(0))?;
+    let table = report::Table::measure(&off, &on, &quorum, redis.describe());
+    print!("{}", table.render());
+    let svg = report::svg(&[&off, &on, &quorum]);
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&out, svg).with_context(|| format!("writing {}", out.display()))?;
+    let shown = out.canonicalize().unwrap_or(out);
+    println!("timeline picture: {}", shown.display());
+    println!("total wall time {:.1} s", started.elapsed().as_secs_f64());
+    let _ = std::io::stdout().flush();
+    let failures = table.failures();
+    if !failures.is_empty() {
+        bail!("fleet mode did not hold: {}", failures.join("; "));
+    }
+    Ok(())
+}
