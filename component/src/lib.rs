@@ -30,15 +30,11 @@ extern crate alloc;
 extern crate std;
 
 use alloc::rc::Rc;
-use alloc::string::String;
 use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
 
 use tripgate_core as core_api;
-use tripgate_core::{
-    Breaker, Field, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, Permit, PermitTable,
-    Rule, StatusSet, Verdict,
-};
+use tripgate_core::{Breaker, Outcome, Permit, PermitTable, Verdict};
 
 wit_bindgen::generate!({
     path: "../wit",
@@ -59,66 +55,16 @@ wit_bindgen::generate!({
 
 use exports::tripgate::breaker::circuit_breaker as wit;
 
+mod convert;
+mod guest_runtime;
 mod keys;
 mod places;
+use convert::{
+    case, config_error, core_config, core_outcome, rejection, snapshot_error, state, transition,
+    transitions,
+};
 use keys::KEYS;
 use places::USED;
-
-/// lol_alloc's free list: a real allocator that frees (breakers and permits come and go)
-/// in about a kilobyte of code, a third of what talc takes, for a component whose size is
-/// budgeted. The component is single-threaded.
-#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
-#[global_allocator]
-// SAFETY: a component instance runs on one thread (no `atomics` target feature).
-static ALLOCATOR: lol_alloc::AssumeSingleThreaded<lol_alloc::FreeListAllocator> =
-    unsafe { lol_alloc::AssumeSingleThreaded::new(lol_alloc::FreeListAllocator::new()) };
-
-/// `panic = "abort"` and no code path that panics on input; should one ever be reached,
-/// the instance traps rather than unwinding across the component boundary.
-#[cfg(all(target_family = "wasm", not(test)))]
-#[panic_handler]
-fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
-    core::arch::wasm32::unreachable()
-}
-
-/// The canonical ABI's allocator export. On `wasm32-wasip2` wit-bindgen leaves it to `std`,
-/// which this component does not link, so it is defined here over the global allocator.
-///
-/// # Safety
-/// Called by the component host only, with the canonical ABI's contract: `old_ptr` and
-/// `old_len` describe an earlier allocation of this function (or `old_len` is 0), `align`
-/// is a power of two, and `new_len` is not zero when `old_len` is not.
-#[cfg(target_family = "wasm")]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cabi_realloc(
-    old_ptr: *mut u8,
-    old_len: usize,
-    align: usize,
-    new_len: usize,
-) -> *mut u8 {
-    use core::alloc::Layout;
-    let ptr = if old_len == 0 {
-        if new_len == 0 {
-            return align as *mut u8;
-        }
-        // SAFETY: the canonical ABI passes a power-of-two alignment and a size that fits.
-        unsafe { alloc::alloc::alloc(Layout::from_size_align_unchecked(new_len, align)) }
-    } else {
-        // SAFETY: `old_ptr` was allocated here with this size and alignment.
-        unsafe {
-            alloc::alloc::realloc(
-                old_ptr,
-                Layout::from_size_align_unchecked(old_len, align),
-                new_len,
-            )
-        }
-    };
-    if ptr.is_null() {
-        // Out of memory: nothing sensible to return to the host.
-        core::arch::wasm32::unreachable();
-    }
-    ptr
-}
 
 struct Component;
 export!(Component);
@@ -587,174 +533,4 @@ impl wit::GuestBreaker for BreakerResource {
             .import(&bytes, elapsed, now)
             .map_err(snapshot_error)
     }
-}
-
-// ---- translation: WIT to core ----
-
-fn core_config(c: wit::Config) -> Result<core_api::Config, wit::ConfigError> {
-    let d = core_api::Config::default();
-    Ok(core_api::Config {
-        failure_threshold: c.failure_threshold.unwrap_or(d.failure_threshold),
-        min_calls: c.min_calls.unwrap_or(d.min_calls),
-        failure_rate: c.failure_rate.or(d.failure_rate),
-        slow_call_rate: c.slow_call_rate.or(d.slow_call_rate),
-        slow_call_duration: c.slow_call_duration.or(d.slow_call_duration),
-        window: c.window.unwrap_or(d.window),
-        buckets: c.buckets.unwrap_or(d.buckets),
-        window_calls: c.window_calls.or(d.window_calls),
-        cooldown: c.cooldown.unwrap_or(d.cooldown),
-        backoff_factor: c.backoff_factor.unwrap_or(d.backoff_factor),
-        max_cooldown: c.max_cooldown.or(d.max_cooldown),
-        jitter_percent: c.jitter_percent.unwrap_or(d.jitter_percent),
-        jitter_seed: c.jitter_seed.unwrap_or(d.jitter_seed),
-        max_in_flight: c.max_in_flight.or(d.max_in_flight),
-        half_open_max_probes: c.half_open_max_probes.unwrap_or(d.half_open_max_probes),
-        half_open_required_successes: c
-            .half_open_required_successes
-            .unwrap_or(d.half_open_required_successes),
-        half_open_success_rate: c.half_open_success_rate.or(d.half_open_success_rate),
-        probe_timeout: c.probe_timeout.unwrap_or(d.probe_timeout),
-        fleet_quorum: c.fleet_quorum.or(d.fleet_quorum),
-        fault_statuses: match c.fault_statuses {
-            None => d.fault_statuses,
-            Some(codes) => codes.into_iter().try_fold(StatusSet::EMPTY, |set, code| {
-                HttpStatus::new(code).map(|_| set.with(code)).map_err(|_| {
-                    let rule = Rule::Between(HttpStatus::MIN.into(), HttpStatus::MAX.into());
-                    config_error_of(Field::FaultStatuses, rule)
-                })
-            })?,
-        },
-        fault_grpc_codes: match c.fault_grpc_codes {
-            None => d.fault_grpc_codes,
-            Some(codes) => codes.into_iter().try_fold(GrpcSet::EMPTY, |set, code| {
-                GrpcCode::new(code).map(|_| set.with(code)).map_err(|_| {
-                    let rule = Rule::Between(0, GrpcCode::MAX.into());
-                    config_error_of(Field::FaultGrpcCodes, rule)
-                })
-            })?,
-        },
-    })
-}
-
-fn core_outcome(outcome: wit::Outcome) -> Result<Outcome, wit::RecordError> {
-    use wit::Outcome as W;
-    let outcome = match outcome {
-        W::Success => Ok(Outcome::Success),
-        W::Status(code) => Outcome::status(code),
-        W::Grpc(code) => Outcome::grpc(code),
-        W::Timeout => Ok(Outcome::Timeout),
-        W::ConnectionError => Ok(Outcome::ConnectionError),
-        W::Failure => Ok(Outcome::Failure),
-        W::Cancelled => Ok(Outcome::Cancelled),
-        W::Ignored => Ok(Outcome::Ignored),
-    };
-    outcome.map_err(|error| match error {
-        OutcomeError::Status(code) => wit::RecordError::InvalidStatus(code),
-        OutcomeError::GrpcCode(code) => wit::RecordError::InvalidGrpcCode(code),
-    })
-}
-
-// ---- translation: core to WIT ----
-
-/// The WIT enum case for a core table's code. `wit/breaker.wit` lists every such enum's
-/// cases in the core's code order (the wasmtime host's `tables` test reads the WIT and
-/// checks it), so the case at the code's position is the same case.
-fn case<W>(from_repr: fn(u8) -> Option<W>, code: u8) -> W {
-    match from_repr(code) {
-        Some(case) => case,
-        None => tables_disagree(),
-    }
-}
-
-/// A build whose WIT and core tables disagree: trap loudly rather than report a wrong
-/// value. Never reached by any input.
-#[cold]
-fn tables_disagree() -> ! {
-    #[cfg(target_family = "wasm")]
-    core::arch::wasm32::unreachable();
-    #[cfg(not(target_family = "wasm"))]
-    unreachable!("wit/breaker.wit and tripgate-core list different cases");
-}
-
-fn config_error(error: core_api::ConfigError) -> wit::ConfigError {
-    config_error_of(error.field, error.rule)
-}
-
-/// A config error in the core's words: the rule (`must be >= 1`) and the message
-/// (`failure-threshold must be >= 1`). Also for the code lists, whose invalid codes the
-/// core's sets would drop and the component refuses.
-fn config_error_of(field: Field, rule: Rule) -> wit::ConfigError {
-    wit::ConfigError {
-        field: case(wit::ConfigField::from_repr, field.code()),
-        rule: text(|out| rule.describe(out)),
-        message: text(|out| core_api::ConfigError { field, rule }.describe(out)),
-    }
-}
-
-/// A message of the core's, built without `core::fmt` (see `tripgate_core::Words`).
-fn text(describe: impl FnOnce(&mut Text) -> core::fmt::Result) -> String {
-    let mut out = Text(String::new());
-    // Writing into a `String` cannot fail.
-    let _ = describe(&mut out);
-    out.0
-}
-
-struct Text(String);
-
-impl core_api::Words for Text {
-    fn word(&mut self, text: &str) -> core::fmt::Result {
-        self.0.push_str(text);
-        Ok(())
-    }
-}
-
-fn state(state: core_api::State) -> wit::State {
-    case(wit::State::from_repr, state.code())
-}
-
-fn transition(t: &core_api::Transition) -> wit::Transition {
-    wit::Transition {
-        from: state(t.from),
-        to: state(t.to),
-        reason: case(wit::Reason::from_repr, t.reason.code()),
-        at: t.at,
-        epoch: t.epoch,
-    }
-}
-
-fn transitions(ts: &core_api::Transitions) -> Vec<wit::Transition> {
-    ts.iter().map(transition).collect()
-}
-
-fn rejection(r: core_api::Rejection) -> wit::Rejection {
-    wit::Rejection {
-        state: state(r.state),
-        reason: case(wit::RejectReason::from_repr, r.reason.code()),
-        retry_after: r.retry_after,
-    }
-}
-
-fn snapshot_error(error: core_api::SnapshotError) -> wit::SnapshotError {
-    wit::SnapshotError {
-        kind: case(wit::SnapshotErrorKind::from_repr, error.kind().code()),
-        message: text(|out| error.describe(out)),
-    }
-}
-
-/// `memcmp`, which `opt-level = "z"` calls out of line and which no library provides to a
-/// `no_std` guest on `wasm32-wasip2` (std would bring wasi-libc's).
-///
-/// # Safety
-/// `a` and `b` must be valid for reads of `n` bytes.
-#[cfg(target_family = "wasm")]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn memcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
-    for i in 0..n {
-        // SAFETY: the caller guarantees `n` readable bytes at both pointers.
-        let (x, y) = unsafe { (*a.add(i), *b.add(i)) };
-        if x != y {
-            return i32::from(x) - i32::from(y);
-        }
-    }
-    0
 }

@@ -24,7 +24,7 @@ import sys
 import timeit
 
 HERE = pathlib.Path(__file__).resolve().parent
-REPO = HERE.parents[2]
+REPO = HERE.parents[1]
 
 
 def noop():

@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 import tripgate
 
 HERE = pathlib.Path(__file__).resolve().parent
-REPO = HERE.parents[2]
+REPO = HERE.parents[1]
 HEALTHY, HANG, STORM, FLOOD, RECOVERY = range(5)
 
 

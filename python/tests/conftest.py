@@ -7,7 +7,7 @@ import pytest
 
 import tripgate
 
-REPO = pathlib.Path(__file__).resolve().parents[3]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 VECTORS = REPO / "tests" / "vectors"
 METRICS = REPO / "tests" / "metrics"
 

@@ -21,6 +21,7 @@ use tokio::sync::Notify;
 use tripgate_core::fleet::options::Backoff;
 use tripgate_core::fleet::protocol::{Input, Protocol, Reply};
 use tripgate_core::fleet::wire::{Keys, Signer};
+use tripgate_core::fleet::SharedKey;
 use tripgate_core::Nanos;
 use tripgate_host::fleet::{Member, MemberLink};
 use tripgate_host::Watcher;
@@ -94,38 +95,6 @@ impl Wakes {
 
     fn take(&self) -> Vec<Slot> {
         std::mem::take(&mut *self.queue.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-}
-
-/// A fleet's shared key, keyed once: HMAC-SHA256, as the wire format signs messages and
-/// votes (for tools and tests that write them: `wire::encode(name, &message, Some(&key))`).
-#[derive(Clone)]
-pub struct SharedKey(hmac::Hmac<sha2::Sha256>);
-
-impl SharedKey {
-    /// The key of these bytes.
-    pub fn new(key: impl AsRef<[u8]>) -> Self {
-        use hmac::Mac;
-        // HMAC takes a key of any length (a longer one is hashed first).
-        Self(
-            hmac::Hmac::new_from_slice(key.as_ref())
-                .unwrap_or_else(|_| hmac::Hmac::new(&Default::default())),
-        )
-    }
-}
-
-impl std::fmt::Debug for SharedKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SharedKey(<set>)")
-    }
-}
-
-impl Signer for SharedKey {
-    fn sign(&self, body: &[u8]) -> [u8; 32] {
-        use hmac::Mac;
-        let mut mac = self.0.clone();
-        mac.update(body);
-        mac.finalize().into_bytes().into()
     }
 }
 

@@ -78,7 +78,8 @@ pub use tripgate_core::fleet::protocol::Counts;
 pub use tripgate_core::fleet::wire;
 pub use tripgate_host::fleet::{Member, MemberError};
 
-pub use driver::SharedKey;
+/// The fleet's shared key: the core's one signer of the wire format.
+pub use tripgate_core::fleet::SharedKey;
 
 use driver::{Driver, Joining, Request, Slot, Wakes};
 use status::{MemberState, Session};

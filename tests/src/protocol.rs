@@ -1,31 +1,17 @@
 //! Runs the fleet protocol vectors (`tests/vectors/protocol/`, format in
 //! `tests/vectors/README.md`) against the core's member protocol, with a core `Breaker` as
-//! its breaker and HMAC-SHA256 as its signer: what every Rust fleet adapter executes.
+//! its breaker and the core's `SharedKey` as its signer: what every Rust fleet adapter executes.
 
 use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
-use hmac::{Hmac, Mac};
 use serde_json::{json, Map, Value};
-use sha2::Sha256;
 use tripgate_core::fleet::protocol::{Command, Input, Link, Protocol, Reply, Settings, View};
 use tripgate_core::fleet::wire::{self, Signer};
+use tripgate_core::fleet::SharedKey;
 use tripgate_core::{Announcement, Breaker, FleetApplied, FleetEvent, Nanos, Permit, MILLISECOND};
 
 use crate::{VectorConfig, VectorOutcome};
-
-/// HMAC-SHA256 with the fleet's key.
-pub struct HmacSigner(pub Vec<u8>);
-
-impl Signer for HmacSigner {
-    fn sign(&self, body: &[u8]) -> [u8; 32] {
-        // HMAC takes a key of any length (longer ones are hashed): this cannot fail.
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0)
-            .unwrap_or_else(|_| Hmac::<Sha256>::new(&Default::default()));
-        mac.update(body);
-        mac.finalize().into_bytes().into()
-    }
-}
 
 /// The core breaker at a host's `now`: the protocol's link.
 pub struct CoreLink<'a> {
@@ -143,7 +129,7 @@ pub fn run_protocol_vector(vector: &Value) -> Result<()> {
     let signer = member
         .get("key")
         .and_then(Value::as_str)
-        .map(|key| HmacSigner(key.as_bytes().to_vec()));
+        .map(SharedKey::new);
     let signer: Option<&dyn Signer> = signer.as_ref().map(|s| s as &dyn Signer);
     let settings = Settings {
         name: text(member, "name")?.to_string(),

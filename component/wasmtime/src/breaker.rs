@@ -13,8 +13,8 @@ use wasmtime::Store;
 use crate::convert::{
     core_case, core_fleet_status, core_metrics, core_rejection, core_state, core_transition,
 };
-use crate::instance::{Guest, InstanceShared};
-use crate::runtime::HostState;
+use crate::engine::HostState;
+use crate::guest::{Guest, InstanceShared};
 use crate::{
     wit, Announcement, AnnouncementKind, Class, FleetApplied, FleetEvent, FleetEventKind,
     FleetStatus, Metrics, Outcome, Rejection, State, Transition,
@@ -510,7 +510,7 @@ impl Breaker {
     }
 
     /// Replaces the state with exported bytes; `elapsed` ns passed since the export. Bad
-    /// bytes are a [`SnapshotError`] and change nothing.
+    /// bytes are a [`SnapshotError`](crate::SnapshotError) and change nothing.
     pub fn import_state(&self, bytes: &[u8], elapsed: u64) -> Result<()> {
         // A new state: the next call takes a snapshot of it.
         Ok(self.shared.with(

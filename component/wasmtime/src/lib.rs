@@ -56,6 +56,8 @@ mod breaker;
 mod call;
 mod config;
 mod convert;
+mod engine;
+mod guest;
 mod host;
 mod instance;
 mod runtime;
@@ -64,8 +66,10 @@ pub use breaker::{Admission, Breaker, Permit, RawAdmission, RawPermit, RecordErr
 pub use call::CallError;
 pub use config::ConfigError;
 pub use convert::{core_fleet_status, core_metrics, core_rejection, core_state, core_transition};
-pub use instance::{Instance, SNAPSHOT_PERIOD};
-pub use runtime::{Runtime, MAX_BREAKERS_PER_INSTANCE, MEMORY_LIMIT};
+pub use engine::{MAX_BREAKERS_PER_INSTANCE, MEMORY_LIMIT};
+pub use guest::SNAPSHOT_PERIOD;
+pub use instance::Instance;
+pub use runtime::Runtime;
 /// The core this host runs inside the component, for its outcome and classification types.
 pub use tripgate_core;
 pub use tripgate_core::{Config, GrpcSet, StatusSet, MILLISECOND, SECOND};

@@ -7,46 +7,17 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use tripgate_host::{Clock, CoarseClock};
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Engine, ResourceLimiter, Store};
+use wasmtime::Engine;
 
+use crate::engine::{HostState, RuntimeShared, MEMORY_LIMIT};
 use crate::instance::Instance;
 use crate::{bindings, Breaker, Config, COMPONENT};
-
-/// Most breakers one [`Instance`] holds. Past it, [`Instance::breaker`] is an error and
-/// asks for another instance ([`Runtime::breaker`] gives each breaker its own). Far below
-/// the 2^20 keys the component has, and within what the store's limits are sized for.
-pub const MAX_BREAKERS_PER_INSTANCE: usize = 16_384;
-
-/// Bytes of linear memory one breaker takes in the component, with its permit table at
-/// its smallest (measured: 2,621; `tests/footprint.rs`), rounded up.
-const BREAKER_BYTES: usize = 3 << 10;
-
-/// Bytes the component's ticket tables take at most, all its breakers together: 2^19
-/// places of 24 bytes (`wit/breaker.wit`, `ticket`).
-const TICKET_BYTES: usize = 12 << 20;
-
-/// The linear memory an instance may grow to: what [`MAX_BREAKERS_PER_INSTANCE`] breakers
-/// and a full ticket budget take, twice over for the allocator's slack (about 120 MiB).
-/// The component enforces the ticket budget itself (`saturated` past it) and the library
-/// the breaker limit, so load alone never reaches this; a guest bug that does traps, and
-/// the library replaces the instance ([`Instance`]).
-pub const MEMORY_LIMIT: usize = 2 * (MAX_BREAKERS_PER_INSTANCE * BREAKER_BYTES + TICKET_BYTES);
-
-/// Handles the store may hold: one per breaker, plus the few a call borrows.
-const HANDLE_LIMIT: usize = 2 * MAX_BREAKERS_PER_INSTANCE + 64;
 
 /// The wasmtime engine and the compiled component, shared by every instance. Cloning is
 /// a reference-count increment.
 #[derive(Clone)]
 pub struct Runtime {
     pub(crate) shared: Arc<RuntimeShared>,
-}
-
-pub(crate) struct RuntimeShared {
-    engine: Engine,
-    pre: bindings::TripgatePre<HostState>,
-    pub(crate) clock: Arc<dyn Clock + Send + Sync>,
-    memory_limit: usize,
 }
 
 impl fmt::Debug for Runtime {
@@ -134,7 +105,7 @@ impl Runtime {
         self.shared.pre.instance_pre().component()
     }
 
-    /// A fresh instance of the component, for up to [`MAX_BREAKERS_PER_INSTANCE`]
+    /// A fresh instance of the component, for up to [`MAX_BREAKERS_PER_INSTANCE`](crate::MAX_BREAKERS_PER_INSTANCE)
     /// breakers that share its memory and its lock.
     pub fn instantiate(&self) -> Result<Instance> {
         Instance::new(Arc::clone(&self.shared))
@@ -143,53 +114,5 @@ impl Runtime {
     /// A breaker in an instance of its own.
     pub fn breaker(&self, config: &Config) -> Result<Breaker> {
         self.instantiate()?.breaker(config)
-    }
-}
-
-impl RuntimeShared {
-    /// A new store and instance of the component, under the runtime's limits.
-    pub(crate) fn instance(&self) -> Result<(Store<HostState>, bindings::Tripgate)> {
-        let mut store = Store::new(
-            &self.engine,
-            HostState {
-                memory_bytes: 0,
-                memory_limit: self.memory_limit,
-            },
-        );
-        store.limiter(|state| state);
-        store.set_max_component_handles(HANDLE_LIMIT);
-        let bindings = self.pre.instantiate(&mut store)?;
-        Ok((store, bindings))
-    }
-}
-
-/// The store's data: tracks the instance's linear memory so tests can count bytes, and
-/// caps it so that no guest, however wrong, takes the host's memory.
-pub(crate) struct HostState {
-    pub(crate) memory_bytes: usize,
-    memory_limit: usize,
-}
-
-impl ResourceLimiter for HostState {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        let allowed = desired <= self.memory_limit;
-        if allowed {
-            self.memory_bytes = desired;
-        }
-        Ok(allowed)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(desired <= 1 << 20)
     }
 }

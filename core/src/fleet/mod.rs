@@ -33,7 +33,9 @@
 //! With the feature `alloc`, the rest of fleet mode that every adapter shares:
 //! [`protocol`] (the member protocol: a state machine with no I/O that adapters run),
 //! [`wire`] (the keys, the message line, the signed vote) and [`options`] (the bounds of
-//! the timings, the reconnect backoff). Always: [`scripts`], the store's side.
+//! the timings, the reconnect backoff). With the feature `sign`, [`SharedKey`]: the
+//! wire format's HMAC-SHA256, the one signer every adapter uses. Always: [`scripts`],
+//! the store's side.
 
 use crate::config::MAX_QUORUM;
 
@@ -42,12 +44,17 @@ pub mod options;
 #[cfg(feature = "alloc")]
 pub mod protocol;
 pub mod scripts;
+#[cfg(feature = "sign")]
+mod sign;
 #[cfg(feature = "alloc")]
 pub mod wire;
+
 use crate::state::State;
 use crate::table::table;
 use crate::time::{since, Nanos};
 use crate::transition::Reason;
+#[cfg(feature = "sign")]
+pub use sign::SharedKey;
 
 table! {
     /// What a fleet event says.

@@ -1,6 +1,7 @@
 //! The wire format of fleet mode (`wit/fleet.md`): key names, the channel, the one-line
 //! message and the signed vote entry. Pure functions over bytes, so every adapter reads
-//! and writes exactly the same thing; the MAC is the adapter's to compute ([`Signer`]).
+//! and writes exactly the same thing; the MAC is a [`Signer`]'s (the feature `sign` has
+//! the one every adapter uses, `SharedKey`).
 
 use alloc::format;
 use alloc::string::String;
@@ -24,8 +25,9 @@ pub const MAX_NUMBER: u64 = (1 << 53) - 1;
 /// writer still answers a vote with a bounded reply.
 pub const MAX_VOTES: usize = 4 * crate::config::MAX_QUORUM as usize;
 
-/// Computes the HMAC-SHA256 of a message body with the fleet's shared key: the adapter's
-/// crypto, so that the core needs none.
+/// Computes the HMAC-SHA256 of a message body with the fleet's shared key. A trait, so the
+/// protocol needs no crypto of its own; `SharedKey` (feature `sign`) is the one signer
+/// every adapter uses.
 pub trait Signer {
     /// The MAC of `body`.
     fn sign(&self, body: &[u8]) -> [u8; 32];

@@ -1,0 +1,205 @@
+//! `Rejection` and `Transition`: the values a breaker hands out, read-only.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyList, PyType};
+
+use tripgate::{Rejection as CoreRejection, Transition as CoreTransition};
+use tripgate_core::{RejectReason, State};
+
+use crate::clock::AnyClock;
+
+static OPEN_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+pub(super) fn seconds(ns: u64) -> f64 {
+    AnyClock::seconds(ns)
+}
+
+/// The `CircuitOpenError` for a rejection.
+pub(super) fn open_error<'py>(
+    py: Python<'py>,
+    rejection: &CoreRejection,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    OPEN_ERROR
+        .import(py, "tripgate._errors", "CircuitOpenError")?
+        .call1((
+            rejection.reason.name(),
+            rejection.state.name(),
+            seconds(rejection.retry_after),
+            name,
+        ))
+}
+
+pub(super) fn transitions_list<'py>(
+    py: Python<'py>,
+    ts: &[CoreTransition],
+) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for t in ts {
+        list.append(Bound::new(py, Transition::from(*t))?)?;
+    }
+    Ok(list)
+}
+
+/// A call the breaker turned away (falsy). `reason`: `open`, `probing`, `isolated`,
+/// `saturated` or `probing-elsewhere`; `retry_after` in seconds (0: no estimate).
+#[pyclass(frozen, module = "tripgate._native", name = "Rejection")]
+pub struct Rejection {
+    /// The core's rejection as codes, so that a spare object can be filled anew (see
+    /// `Breaker::rejection`).
+    state: AtomicU8,
+    reason: AtomicU8,
+    retry_after: AtomicU64,
+    breaker: Arc<str>,
+}
+
+impl Rejection {
+    pub(super) fn new(rejection: &CoreRejection, breaker: Arc<str>) -> Self {
+        Self {
+            state: AtomicU8::new(rejection.state.code()),
+            reason: AtomicU8::new(rejection.reason.code()),
+            retry_after: AtomicU64::new(rejection.retry_after),
+            breaker,
+        }
+    }
+
+    pub(super) fn fill(&self, rejection: &CoreRejection) {
+        self.state.store(rejection.state.code(), Ordering::Relaxed);
+        self.reason
+            .store(rejection.reason.code(), Ordering::Relaxed);
+        self.retry_after
+            .store(rejection.retry_after, Ordering::Relaxed);
+    }
+
+    fn inner(&self) -> CoreRejection {
+        CoreRejection {
+            state: State::ALL
+                .get(usize::from(self.state.load(Ordering::Relaxed)))
+                .copied()
+                .unwrap_or(State::Open),
+            reason: RejectReason::ALL
+                .get(usize::from(self.reason.load(Ordering::Relaxed)))
+                .copied()
+                .unwrap_or(RejectReason::Open),
+            retry_after: self.retry_after.load(Ordering::Relaxed),
+        }
+    }
+}
+
+#[pymethods]
+impl Rejection {
+    #[getter]
+    fn admitted(&self) -> bool {
+        false
+    }
+
+    #[getter]
+    fn reason(&self) -> &'static str {
+        self.inner().reason.name()
+    }
+
+    /// The state that rejected.
+    #[getter]
+    fn state(&self) -> &'static str {
+        self.inner().state.name()
+    }
+
+    /// Seconds until a call could be admitted (0 when there is no estimate).
+    #[getter]
+    fn retry_after(&self) -> f64 {
+        seconds(self.retry_after.load(Ordering::Relaxed))
+    }
+
+    #[getter]
+    fn retry_after_ns(&self) -> u64 {
+        self.retry_after.load(Ordering::Relaxed)
+    }
+
+    /// Always false: nothing to record.
+    #[getter]
+    fn probe(&self) -> bool {
+        false
+    }
+
+    /// The `CircuitOpenError` to raise for this rejection.
+    fn error<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        open_error(py, &self.inner(), &self.breaker)
+    }
+
+    fn __bool__(&self) -> bool {
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        let inner = self.inner();
+        format!(
+            "<Rejection {} ({}), retry after {:.3}s>",
+            inner.reason.name(),
+            inner.state.name(),
+            seconds(inner.retry_after)
+        )
+    }
+}
+
+/// A state change: `from_state`, `to_state`, `reason`, `at` (seconds on the breaker's
+/// clock; `at_ns`), `epoch` (the one entered).
+#[pyclass(frozen, module = "tripgate._native", name = "Transition")]
+pub struct Transition {
+    inner: CoreTransition,
+}
+
+impl From<CoreTransition> for Transition {
+    fn from(inner: CoreTransition) -> Self {
+        Self { inner }
+    }
+}
+
+#[pymethods]
+impl Transition {
+    #[getter(from_state)]
+    fn state_left(&self) -> &'static str {
+        self.inner.from.name()
+    }
+    #[getter(to_state)]
+    fn state_entered(&self) -> &'static str {
+        self.inner.to.name()
+    }
+    #[getter]
+    fn reason(&self) -> &'static str {
+        self.inner.reason.name()
+    }
+    #[getter]
+    fn at(&self) -> f64 {
+        seconds(self.inner.at)
+    }
+    #[getter]
+    fn at_ns(&self) -> u64 {
+        self.inner.at
+    }
+    #[getter]
+    fn epoch(&self) -> u64 {
+        self.inner.epoch
+    }
+    /// `(from_state, to_state, reason)`.
+    fn as_tuple(&self) -> (&'static str, &'static str, &'static str) {
+        (
+            self.inner.from.name(),
+            self.inner.to.name(),
+            self.inner.reason.name(),
+        )
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "<Transition {}->{} ({}) at {:.3}s, epoch {}>",
+            self.inner.from.name(),
+            self.inner.to.name(),
+            self.inner.reason.name(),
+            seconds(self.inner.at),
+            self.inner.epoch
+        )
+    }
+}
