@@ -13,6 +13,9 @@ step() { printf '\n== %s\n' "$*"; }
 
 bash tests/setup.sh
 
+step "layout: no import circle in any crate or package, no source file over 600 lines, dependencies pointing down (ARCHITECTURE.md)"
+python3 tests/layout/check.py
+
 step "core: builds for x86_64-unknown-none, a target with no std at all"
 cargo build -p tripgate-core --no-default-features --target x86_64-unknown-none --profile wasm
 
