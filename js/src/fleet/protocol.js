@@ -1,4 +1,4 @@
-// The core's member protocol of fleet mode (core/src/fleet/protocol.rs) as JS sees it:
+// The core's member protocol of fleet mode (core/src/fleet/protocol/) as JS sees it:
 // what happened goes in, the one command to run on the store comes out as a plain object,
 // and the reply goes back in. The protocol runs in the same wasm instance as its breaker
 // (js/crate/src/fleet_protocol.rs), so nothing here decides anything: every rule — when to
