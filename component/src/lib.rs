@@ -431,7 +431,7 @@ impl wit::GuestBreaker for BreakerResource {
 
     fn fleet_store(&self, reachable: bool, lease: Option<u64>, now: u64) {
         let mut core = self.0.core.borrow_mut();
-        core.fleet_degraded(!reachable);
+        core.fleet_degraded(!reachable, now);
         core.fleet_lease(lease, now);
     }
 

@@ -384,7 +384,7 @@ mod tests {
                 b.record(permit, Outcome::Timeout, 0);
             }
         }
-        b.fleet_degraded(false);
+        b.fleet_degraded(false, 0);
         // Past the cooldown the breaker reads half-open without a call: the fleet status
         // (wants the lease) must come from that same projected state.
         for now in [SECOND, 20 * SECOND] {

@@ -263,7 +263,9 @@ impl Driver {
                     watcher,
                 } = *joining;
                 let keys = Arc::new(protocol.keys().clone());
+                let wake = protocol.wake_channel();
                 self.channels.insert(keys.channel.clone(), slot);
+                self.channels.insert(wake.clone(), slot);
                 self.members.insert(
                     slot,
                     Entry {
@@ -285,7 +287,9 @@ impl Driver {
                 let Some(mut entry) = self.members.remove(&slot) else {
                     return;
                 };
+                let wake = entry.protocol.wake_channel();
                 self.channels.remove(&entry.keys.channel);
+                self.channels.remove(&wake);
                 if let Link::Up(connection) = &self.link {
                     let mut connection = connection.clone();
                     let (scripts, keys, timeout) = (
@@ -298,6 +302,7 @@ impl Driver {
                     let release = entry.protocol.leave(&mut MemberLink::new(&*member), signer);
                     self.io.push(Box::pin(async move {
                         let _ = connection.unsubscribe(&keys.channel, timeout).await;
+                        let _ = connection.unsubscribe(&wake, timeout).await;
                         if let Some(release) = release {
                             let _ = connection.execute(scripts, keys, release, timeout).await;
                         }
@@ -329,10 +334,18 @@ impl Driver {
             return;
         };
         let mut connection = connection.clone();
-        let channel = entry.keys.channel.clone();
+        // The fleet's channel, and this member's own, where a holder's release wakes it
+        // alone.
+        let channels = [entry.keys.channel.clone(), entry.protocol.wake_channel()];
         let (epoch, timeout) = (self.epoch, self.config.store_timeout);
         self.io.push(Box::pin(async move {
-            let result = connection.subscribe(&channel, timeout).await;
+            let mut result = Ok(());
+            for channel in &channels {
+                result = connection.subscribe(channel, timeout).await;
+                if result.is_err() {
+                    break;
+                }
+            }
             Done::Subscribed {
                 epoch,
                 slot,

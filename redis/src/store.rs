@@ -311,6 +311,7 @@ async fn run<C: ConnectionLike + Send>(
         Command::Publish { line, expire_ms } => {
             let mut call = scripts.publish.key(&keys.event);
             call.key(&keys.votes)
+                .key(&keys.waiters)
                 .arg(&keys.channel)
                 .arg(line)
                 .arg(expire_ms.unwrap_or(0))
@@ -320,7 +321,7 @@ async fn run<C: ConnectionLike + Send>(
         }
         Command::TakeLease { holder, ms } => {
             let mut call = scripts.take.key(&keys.lease);
-            call.arg(holder).arg(ms.max(1));
+            call.key(&keys.waiters).arg(holder).arg(ms.max(1));
             let (held, ttl_ms): (i64, i64) = bounded(timeout, call.invoke_async(conn)).await?;
             Answer::Lease {
                 held: held == 1,
@@ -335,10 +336,12 @@ async fn run<C: ConnectionLike + Send>(
         }
         Command::ReleaseLease { holder, notice } => {
             let mut call = scripts.release.key(&keys.lease);
-            call.arg(holder)
+            call.key(&keys.waiters)
+                .arg(holder)
                 .arg(&keys.channel)
                 .arg(notice)
-                .arg(if sharded { "SPUBLISH" } else { "PUBLISH" });
+                .arg(if sharded { "SPUBLISH" } else { "PUBLISH" })
+                .arg(&keys.wake);
             let _: i64 = bounded(timeout, call.invoke_async(conn)).await?;
             Answer::Released
         }

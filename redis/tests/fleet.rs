@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use redis::AsyncCommands;
-use tripgate::{Breaker, Config, FakeClock, Outcome, Reason, RejectReason, State, SECOND};
+use tripgate::{
+    Breaker, Config, FakeClock, Outcome, Reason, RejectReason, State, MILLISECOND, SECOND,
+};
 use tripgate_redis::wire::{self, Ignored};
 use tripgate_redis::{Error, Options, SharedKey, Store};
 
@@ -89,6 +91,68 @@ async fn one_probe_round_fleet_wide() {
             assert_eq!(last_reason(&m.breaker), Some(Reason::FleetClose));
         }
     }
+}
+
+/// Rule 3, one holder: a holder whose callers go quiet gives the lease back after a third
+/// of it, and the release wakes the member that has waited longest, alone; that member
+/// then runs the whole round (two successes) under one lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_wakes_the_longest_waiter_and_its_round_ends_in_it() {
+    let redis = server(&[]);
+    let url = redis.url(None);
+    let config = Config {
+        // The store's lease runs on real time: short, so an idle holder lets go soon.
+        probe_timeout: 900 * MILLISECOND,
+        half_open_required_successes: 2,
+        ..config(1)
+    };
+    let members: Vec<Member> = (0..4)
+        .map(|_| member_with(options(&url), "t3w", config))
+        .collect();
+    connected(&members.iter().collect::<Vec<_>>()).await;
+    fail(&members[0], 3);
+    for m in &members {
+        eventually("open", || m.breaker.fleet_status().generation >= 1).await;
+    }
+    let first = probe_round(&members).await;
+    let mut conn = redis_conn(&url).await;
+    let waiters = "tripgate:{t3w}:waiters";
+    eventually_async("three waiters queued", || {
+        let mut conn = conn.clone();
+        async move { conn.zcard::<_, usize>(waiters).await.unwrap() == 3 }
+    })
+    .await;
+    let queue: Vec<String> = conn.zrange(waiters, 0, -1).await.unwrap();
+    let longest = members
+        .iter()
+        .position(|m| wire::member_hex(m.fleet.status().member_id) == queue[0])
+        .unwrap();
+    assert_ne!(longest, first);
+
+    // No probe comes to the holder: it lets go, and the longest waiter takes the lease
+    // before any other waiter's retry is due (each waits for the lease it was shown).
+    let holder = |m: &Member| m.breaker.fleet_status().lease_held;
+    eventually("the lease passed on", || {
+        !holder(&members[first]) && members.iter().any(holder)
+    })
+    .await;
+    assert!(
+        holder(&members[longest]),
+        "the longest waiter holds the lease"
+    );
+    for _ in 0..2 {
+        let probe = members[longest].breaker.acquire().unwrap();
+        assert!(probe.is_probe());
+        probe.record(Outcome::Success);
+    }
+    for m in &members {
+        eventually("closed", || m.breaker.state() == State::Closed).await;
+    }
+    let leases: u64 = members.iter().map(|m| m.fleet.status().counts.leases).sum();
+    assert_eq!(
+        leases, 2,
+        "one lease for the idle holder, one for the whole round"
+    );
 }
 
 /// Rule 4: close the fleet, replay its old open and an older

@@ -226,7 +226,7 @@ impl<C: Clock> Breaker<C> {
     pub fn fleet_store(&self, reachable: bool, lease: Option<u64>) {
         let now = self.clock.now();
         let mut core = self.core.lock();
-        core.fleet_degraded(!reachable);
+        core.fleet_degraded(!reachable, now);
         core.fleet_lease(lease, now);
     }
 

@@ -42,7 +42,7 @@ impl Link for CoreLink<'_> {
         self.breaker.fleet_votes(votes, self.now)
     }
     fn store(&mut self, reachable: bool, lease: Option<Nanos>) {
-        self.breaker.fleet_degraded(!reachable);
+        self.breaker.fleet_degraded(!reachable, self.now);
         self.breaker.fleet_lease(lease, self.now);
     }
 }

@@ -36,7 +36,7 @@ impl Subject for Native {
     }
 
     fn fleet_store(&mut self, reachable: bool, lease: Option<u64>, now: u64) -> Result<()> {
-        self.0.fleet_degraded(!reachable);
+        self.0.fleet_degraded(!reachable, now);
         self.0.fleet_lease(lease, now);
         Ok(())
     }

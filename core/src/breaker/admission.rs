@@ -224,7 +224,7 @@ impl Breaker {
 
     #[inline(never)]
     fn admit_probe(&mut self, now: Nanos) -> Result<Permit, Rejection> {
-        if !self.fleet.may_probe(now) {
+        if !self.fleet.may_probe(now, self.config.probe_timeout) {
             // Another member holds the fleet's probe lease (its round speaks for all), or
             // nobody does: this caller is why this member asks for it.
             self.fleet.asked = true;

@@ -74,10 +74,15 @@ impl Breaker {
         }
     }
 
-    /// The store is unreachable (`true`) or back (`false`). Degraded, the breaker decides
-    /// as one of its own: it probes without a lease. Back, the adapter reconciles from the
-    /// store before anything else.
-    pub fn fleet_degraded(&mut self, degraded: bool) {
+    /// The store is unreachable (`true`) or back (`false`) at `now`. Degraded, the breaker
+    /// decides as one of its own: it probes without a lease, after one probe timeout if
+    /// its opening is the fleet's. Back, the adapter reconciles from the store before
+    /// anything else.
+    pub fn fleet_degraded(&mut self, degraded: bool, now: Nanos) {
+        let now = self.clock.observe(now);
+        if degraded && !self.fleet.degraded {
+            self.fleet.degraded_at = now;
+        }
         self.fleet.degraded = degraded;
     }
 
@@ -98,7 +103,9 @@ impl Breaker {
     /// (`Breaker::reading` has it from the snapshot, and so projects once, not twice).
     pub(crate) fn fleet_status_in(&self, now: Nanos, state: State) -> FleetStatus {
         let fleet = &self.fleet;
-        let lease_held = fleet.enabled() && fleet.lease_until.is_some() && fleet.may_probe(now);
+        let lease_held = fleet.enabled()
+            && fleet.lease_until.is_some()
+            && fleet.may_probe(now, self.config.probe_timeout);
         FleetStatus {
             enabled: fleet.enabled(),
             generation: fleet.generation,

@@ -28,7 +28,10 @@
 //!   its own, as any breaker does.
 //! * **Degraded**: with the store unreachable the adapter says so
 //!   ([`Breaker::fleet_degraded`]) and the breaker is a plain local one: it probes on its
-//!   own (K probes), without a lease, until the store is back.
+//!   own (K probes), without a lease, until the store is back. A member whose opening is
+//!   the fleet's first waits one probe timeout from losing the store: the fleet's round
+//!   may be running under another member's lease, so through a store outage shorter
+//!   than that (a Redis failover) the fleet still has at most K probes out.
 //!
 //! With the feature `alloc`, the rest of fleet mode that every adapter shares:
 //! [`protocol`] (the member protocol: a state machine with no I/O that adapters run),
@@ -156,6 +159,8 @@ pub(crate) struct Fleet {
     pub(crate) quorum: Option<u8>,
     pub(crate) generation: u64,
     pub(crate) degraded: bool,
+    /// When the store was lost (this breaker's clock), while degraded.
+    pub(crate) degraded_at: Nanos,
     /// The instant (this breaker's clock) the probe lease runs out.
     pub(crate) lease_until: Option<Nanos>,
     /// A fleet open was applied, and this member has not tripped on its own evidence
@@ -177,6 +182,7 @@ impl Fleet {
             quorum,
             generation: 0,
             degraded: false,
+            degraded_at: 0,
             lease_until: None,
             fleet_opened: false,
             votes: [(0, 0); MAX_QUORUM as usize],
@@ -191,10 +197,13 @@ impl Fleet {
         self.quorum.is_some()
     }
 
-    /// Whether this member may admit probes at `now`: not in fleet mode, degraded, or
-    /// holding a lease that has not run out.
-    pub(crate) fn may_probe(&self, now: Nanos) -> bool {
-        !self.enabled() || self.degraded || self.holds_lease(now)
+    /// Whether this member may admit probes at `now`: not in fleet mode, holding a lease
+    /// that has not run out, or degraded, and either in an opening of its own or cut off
+    /// for `hold` (the probe timeout: any lease held elsewhere has run out by then).
+    pub(crate) fn may_probe(&self, now: Nanos, hold: Nanos) -> bool {
+        !self.enabled()
+            || self.holds_lease(now)
+            || (self.degraded && (!self.fleet_opened || since(now, self.degraded_at) >= hold))
     }
 
     /// Whether this member holds a probe lease that has not run out at `now`.

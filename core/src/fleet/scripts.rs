@@ -12,15 +12,15 @@ pub const READ: &str = include_str!("lua/read.lua");
 /// `Command::Vote`: KEYS votes; ARGV entry, window ms, [`MAX_VOTES`](super::wire::MAX_VOTES),
 /// [`MAX_LINE`](super::wire::MAX_LINE) → {now ms, entry, ms, …}.
 pub const VOTE: &str = include_str!("lua/vote.lua");
-/// `Command::TakeLease`: KEYS lease; ARGV holder, ms → {held 0/1, ms}.
+/// `Command::TakeLease`: KEYS lease, waiters; ARGV holder, ms → {held 0/1, ms}.
 pub const TAKE: &str = include_str!("lua/take.lua");
 /// `Command::RenewLease`: KEYS lease; ARGV holder, ms → 0/1.
 pub const RENEW: &str = include_str!("lua/renew.lua");
-/// `Command::ReleaseLease`: KEYS lease; ARGV holder, channel, notice, `PUBLISH` or
-/// `SPUBLISH` → 0/1.
+/// `Command::ReleaseLease`: KEYS lease, waiters; ARGV holder, channel, notice, `PUBLISH`
+/// or `SPUBLISH`, the members' channel prefix (`Keys::wake`) → 0/1.
 pub const RELEASE: &str = include_str!("lua/release.lua");
 /// `Command::Repair`: KEYS gen; ARGV floor → the generation held.
 pub const REPAIR: &str = include_str!("lua/repair.lua");
-/// `Command::Publish`: KEYS event, votes; ARGV channel, line, ttl ms (0: none),
+/// `Command::Publish`: KEYS event, votes, waiters; ARGV channel, line, ttl ms (0: none),
 /// `PUBLISH` or `SPUBLISH` → receivers.
 pub const PUBLISH: &str = include_str!("lua/publish.lua");

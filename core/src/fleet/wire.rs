@@ -47,6 +47,12 @@ pub struct Keys {
     pub lease: String,
     /// `…:events`: the channel.
     pub channel: String,
+    /// `…:waiters`: the members the store turned down for the lease, oldest first (member
+    /// id → the store's time in ms of its first ask).
+    pub waiters: String,
+    /// `…:wake:`: the prefix of each member's own channel, where a holder's lease-free
+    /// notice wakes the longest waiter alone ([`Keys::wake_channel`]).
+    pub wake: String,
 }
 
 impl Keys {
@@ -59,7 +65,14 @@ impl Keys {
             votes: key("votes"),
             lease: key("lease"),
             channel: key("events"),
+            waiters: key("waiters"),
+            wake: key("wake:"),
         }
+    }
+
+    /// Member `member`'s own channel: `…:wake:<member id>`, in the keys' slot.
+    pub fn wake_channel(&self, member: u64) -> String {
+        format!("{}{}", self.wake, member_hex(member))
     }
 }
 

@@ -67,7 +67,7 @@ impl Breaker {
     /// for `lease_ms` from now (`NaN`: not held).
     pub fn fleet_store(&mut self, reachable: bool, lease_ms: f64, now_ms: f64) {
         let now = self.now(now_ms);
-        self.core.fleet_degraded(!reachable);
+        self.core.fleet_degraded(!reachable, now);
         let lease = (!lease_ms.is_nan()).then(|| duration(lease_ms));
         self.core.fleet_lease(lease, now);
     }

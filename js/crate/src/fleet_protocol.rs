@@ -80,7 +80,7 @@ impl Link for BreakerLink<'_> {
         self.breaker.core.fleet_votes(votes, self.now)
     }
     fn store(&mut self, reachable: bool, lease: Option<Nanos>) {
-        self.breaker.core.fleet_degraded(!reachable);
+        self.breaker.core.fleet_degraded(!reachable, self.now);
         self.breaker.core.fleet_lease(lease, self.now);
     }
 }

@@ -106,12 +106,17 @@ st=[S(0,"up",{"command":READ}),
  S(1700,"acquire",{"command":None},permit="p1",admitted=True),
  S(1700,"changed",{"command":None}),
  S(1800,"record",{"command":None},permit="p1",outcome="success"),
- S(1800,"changed",{"command":{"release-lease":{"holder":ME,"notice":FREE1}},"breaker-lease":False}),
- S(1801,"reply",{"command":None,"lease-held":False},reply={"released":{}}),
+ S(1800,"changed",{"command":None,"lease-held":True,"breaker-lease":True,"deadline-ms":2000}),
+ S(1900,"acquire",{"command":None},permit="p2",admitted=True),
+ S(1950,"record",{"command":None,"state":"closed"},permit="p2",outcome="success"),
+ S(1950,"changed",{"command":{"next-generation":{}},"breaker-lease":False}),
+ S(1951,"reply",{"command":{"publish":{"line":line("payments",2,"close",0,ME),"expire-ms":None}}},reply={"generation":2}),
+ S(1952,"reply",{"command":{"release-lease":{"holder":ME,"notice":FREE1}},"counts":{"published":1}},reply={"published":{}}),
+ S(1953,"reply",{"command":None,"lease-held":False},reply={"released":{}}),
 ]
-write(5,"the-lease-goes-to-a-member-with-a-call-and-back-when-its-probe-is-done",
- "In half-open a member with no call to probe with never asks for the fleet's probe lease; a caller turned away for the want of it makes the member ask; once its probe is back and no other is out, the lease goes back at once (the breaker stops admitting probes first).",
- ["FLEET.md 12: recovery never waits on an idle member"], cfg5, mem(), st)
+write(5,"the-lease-goes-to-a-member-with-a-call-and-its-round-ends-in-it",
+ "In half-open a member with no call to probe with never asks for the fleet's probe lease; a caller turned away for the want of it makes the member ask; the holder keeps the lease while its probes come, so both successes the round needs are counted in one breaker: it closes, publishes the fleet's close, then gives the lease back.",
+ ["FLEET.md 3: one probe round fleet-wide","FLEET.md 12: recovery never waits on an idle member"], cfg5, mem(), st)
 
 # 6 holder with no probe gives it back at a third of the lease; renews while a probe is out
 st=[S(0,"up",{"command":READ}),
@@ -135,11 +140,12 @@ st=[S(0,"up",{"command":READ}),
  S(2000,"tick",{"command":{"renew-lease":{"holder":ME,"ms":3000}}}),
  S(2000,"reply",{"command":None,"breaker-lease":True,"deadline-ms":3000},reply={"renewed":True}),
  S(2500,"record",{"command":None},permit="p1",outcome="success"),
- S(2500,"changed",{"command":{"release-lease":{"holder":ME,"notice":FREE1}}}),
- S(2501,"reply",{"command":None},reply={"released":{}}),
+ S(2500,"changed",{"command":None,"lease-held":True,"deadline-ms":3000}),
+ S(3000,"tick",{"command":{"release-lease":{"holder":ME,"notice":FREE1}},"breaker-lease":False,"state":"half-open"}),
+ S(3001,"reply",{"command":None,"lease-held":False},reply={"released":{}}),
 ]
 write(7,"a-lease-is-renewed-while-its-probe-is-out",
- "The holder renews the lease at a third of its length while a probe is out, and gives it back once the probe is done.",
+ "The holder renews the lease at a third of its length while a probe is out; with its probe back and no other coming for a third of the lease, it gives the lease back though the round needs one more success, so that another member's callers can finish it.",
  ["FLEET.md 3: one probe round fleet-wide"], cfg5, mem(interval=60000), st)
 
 # 8 waiting member asks no sooner than the holder keeps it

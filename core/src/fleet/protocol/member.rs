@@ -3,6 +3,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::lease::{Held, Lease, Step};
 use super::{Command, Counts, Input, Link, Reply, Settings};
 use crate::fleet::wire::{self, Ignored, Keys, Line, Message, Signer};
 use crate::fleet::{Announcement, AnnouncementKind, FleetApplied, FleetEvent, FleetEventKind};
@@ -33,18 +34,6 @@ struct Publishing {
     announcement: Announcement,
     kind: FleetEventKind,
     tries: u8,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Lease {
-    Free,
-    Held {
-        until: Nanos,
-        renew_at: Nanos,
-        /// The breaker's admitted count when the lease was taken: a probe was admitted
-        /// under the lease once it grew.
-        admitted: u64,
-    },
 }
 
 /// One member of one fleet: the protocol's state.
@@ -102,6 +91,12 @@ impl Protocol {
         &self.keys
     }
 
+    /// This member's own channel, which the adapter subscribes to beside the fleet's:
+    /// a lease-free notice meant for this member alone comes there.
+    pub fn wake_channel(&self) -> String {
+        self.keys.wake_channel(self.settings.member)
+    }
+
     /// The settings it runs with.
     pub fn settings(&self) -> &Settings {
         &self.settings
@@ -120,7 +115,7 @@ impl Protocol {
 
     /// Whether this member holds the store's probe lease.
     pub fn lease_held(&self) -> bool {
-        matches!(self.lease, Lease::Held { .. })
+        matches!(self.lease, Lease::Held(_))
     }
 
     /// Whether the breaker asked for the probe lease, when last looked at (an adapter that
@@ -145,7 +140,7 @@ impl Protocol {
             return None;
         }
         let renew = match self.lease {
-            Lease::Held { renew_at, .. } => Some(renew_at),
+            Lease::Held(held) => Some(held.deadline()),
             Lease::Free => None,
         };
         let retry =
@@ -287,16 +282,10 @@ impl Protocol {
             (Awaiting::Take { sent }, Reply::Lease { held, ttl_ms }) => {
                 let length = self.settings.probe_timeout;
                 if held {
-                    // The store's lease began when it answered or before: the breaker's
-                    // must not outlast it.
-                    let until = sent.saturating_add(length);
-                    self.lease = Lease::Held {
-                        until,
-                        renew_at: now.saturating_add(length / 3),
-                        admitted: link.view().admitted,
-                    };
+                    let lease = Held::taken(sent, now, length, link.view().admitted);
+                    self.lease = Lease::Held(lease);
                     self.counts.leases = self.counts.leases.saturating_add(1);
-                    link.store(true, Some(until.saturating_sub(now)));
+                    link.store(true, Some(lease.until.saturating_sub(now)));
                 } else {
                     // Another member holds it: ask again no sooner than it runs out.
                     let wait = u64::try_from(ttl_ms)
@@ -307,15 +296,10 @@ impl Protocol {
                 }
             }
             (Awaiting::Renew { sent }, Reply::Renewed(renewed)) => {
-                if let (true, Lease::Held { admitted, .. }) = (renewed, self.lease) {
-                    let length = self.settings.probe_timeout;
-                    let until = sent.saturating_add(length);
-                    self.lease = Lease::Held {
-                        until,
-                        renew_at: now.saturating_add(length / 3),
-                        admitted,
-                    };
-                    link.store(true, Some(until.saturating_sub(now)));
+                if let (true, Lease::Held(lease)) = (renewed, self.lease) {
+                    let lease = lease.renewed(sent, now, self.settings.probe_timeout);
+                    self.lease = Lease::Held(lease);
+                    link.store(true, Some(lease.until.saturating_sub(now)));
                 } else {
                     // Another member's by now (it ran out first): nothing to give back.
                     self.lease = Lease::Free;
@@ -373,6 +357,14 @@ impl Protocol {
                 self.counts.ignore(Ignored::MalformedGeneration);
                 self.repair = Some(mine);
             }
+        }
+        if self.repair.is_some() && link.view().probes_out == 0 {
+            // The store lost the fleet's state (restarted empty, failed over without it),
+            // and with it whose lease it was: a round may still be out under a lease held
+            // before, for up to a probe timeout. A member with probes of its own out asks
+            // at once: its breaker admits no more than K.
+            let until = now.saturating_add(self.settings.probe_timeout);
+            self.lease_retry_at = self.lease_retry_at.max(until);
         }
         if let Some(text) = event {
             let fingerprint = fingerprint(text);
@@ -525,28 +517,25 @@ impl Protocol {
         }
         let holder = self.holder.clone();
         match self.lease {
-            Lease::Held {
-                renew_at, admitted, ..
-            } => {
-                // Back as soon as the round is over (the breaker dropped its lease), or no
-                // probe is out any more, or none came within a third of the lease: an idle
-                // holder must not keep the fleet from recovering.
-                let over = !view.status.lease_held;
-                let probed = view.admitted > admitted;
-                let idle = view.probes_out == 0 && (probed || now >= renew_at);
-                if over || idle {
-                    if !over {
-                        link.store(true, None);
+            Lease::Held(mut lease) => {
+                let step = lease.step(&view, now, self.settings.probe_timeout);
+                self.lease = Lease::Held(lease);
+                match step {
+                    Step::Keep => {}
+                    Step::Release { over } => {
+                        if !over {
+                            link.store(true, None);
+                        }
+                        let notice = self.notice(view.status.generation, signer);
+                        self.ask(Command::ReleaseLease { holder, notice }, Awaiting::Release);
                     }
-                    let notice = self.notice(view.status.generation, signer);
-                    return self.ask(Command::ReleaseLease { holder, notice }, Awaiting::Release);
-                }
-                if now >= renew_at {
-                    let ms = self.settings.probe_timeout.div_ceil(MILLISECOND).max(1);
-                    self.ask(
-                        Command::RenewLease { holder, ms },
-                        Awaiting::Renew { sent: now },
-                    );
+                    Step::Renew => {
+                        let ms = self.settings.probe_timeout.div_ceil(MILLISECOND).max(1);
+                        self.ask(
+                            Command::RenewLease { holder, ms },
+                            Awaiting::Renew { sent: now },
+                        );
+                    }
                 }
             }
             Lease::Free => {

@@ -11,7 +11,8 @@
 //!
 //! The rules that keep a member safe against an idle peer and a hostile or broken store:
 //! - the lease is asked for only when the breaker has a call to probe with (a caller was
-//!   turned away for the want of it), and given back as soon as the member has no probe out;
+//!   turned away for the want of it); its holder runs the whole probe round, and gives it
+//!   back when the round is over or no probe came for a third of the lease (`lease`);
 //! - a stored or received open lasts at most the least of the store's TTL, the signed
 //!   remaining time and the member's longest opening; a stored event without a TTL is absent;
 //! - a generation counter that holds no generation is counted and repaired, never
@@ -97,7 +98,8 @@ pub enum Command {
         /// For an open: the stored event's TTL.
         expire_ms: Option<u64>,
     },
-    /// Run `take.lua`: take the probe lease for `ms` if it is free (or holds garbage).
+    /// Run `take.lua`: take the probe lease for `ms` if it is free (or holds garbage);
+    /// turned down, the member is queued as a waiter.
     TakeLease {
         /// The holder's id, as the wire writes it.
         holder: String,
@@ -112,7 +114,8 @@ pub enum Command {
         ms: u64,
     },
     /// Run `release.lua`: give this member's lease back, and if it was still this
-    /// member's, publish `notice` on the channel (waiting members ask at once).
+    /// member's, publish `notice` on the channel of the member that has waited longest for
+    /// it (it asks at once), or on the fleet's channel when no waiter hears it.
     ReleaseLease {
         /// The holder's id.
         holder: String,
@@ -218,6 +221,7 @@ impl Counts {
     }
 }
 
+mod lease;
 mod member;
 
 pub use member::Protocol;
