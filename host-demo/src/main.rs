@@ -111,6 +111,7 @@ fn main() -> ExitCode {
     let sub = match args.first().map(String::as_str) {
         Some("fleet") => Some(fleet::run as fn(&[String]) -> Result<()>),
         Some("fleet-member") => Some(fleet::member::run as fn(&[String]) -> Result<()>),
+        Some("fleet-rounds") => Some(fleet::rounds::run as fn(&[String]) -> Result<()>),
         Some("upstream") => Some(upstream_only as fn(&[String]) -> Result<()>),
         _ => None,
     };

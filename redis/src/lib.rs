@@ -75,7 +75,7 @@ use tripgate_host::{MakeBreaker, Registry, Watcher};
 pub use options::{OptionError, Options};
 pub use status::Status;
 pub use tripgate_core::fleet::protocol::Counts;
-pub use tripgate_core::fleet::wire;
+pub use tripgate_core::fleet::{scripts, wire};
 pub use tripgate_host::fleet::{Member, MemberError};
 
 /// The fleet's shared key: the core's one signer of the wire format.

@@ -10,6 +10,7 @@
 
 pub mod member;
 mod report;
+pub mod rounds;
 mod upstream;
 
 use std::io::{BufRead, BufReader, Write};
@@ -147,15 +148,15 @@ pub struct RunLog {
     pub store_commands: Option<(u64, f64)>,
 }
 
-struct Spawned {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    log: Arc<Mutex<MemberLog>>,
-    ready: Arc<Mutex<bool>>,
+pub(crate) struct Spawned {
+    pub(crate) child: Child,
+    pub(crate) stdin: Option<ChildStdin>,
+    pub(crate) log: Arc<Mutex<MemberLog>>,
+    pub(crate) ready: Arc<Mutex<bool>>,
 }
 
 /// The Node member, if this checkout and machine can run one.
-fn node_member() -> Option<PathBuf> {
+pub(crate) fn node_member() -> Option<PathBuf> {
     let script = std::env::var_os("TRIPGATE_NODE_MEMBER").map_or_else(
         || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../js/examples/fleet-member.mjs"),
         PathBuf::from,
@@ -172,14 +173,46 @@ fn node_member() -> Option<PathBuf> {
     (node && script.is_file() && built).then(|| script.canonicalize().unwrap_or(script))
 }
 
-struct Plan<'a> {
-    redis: Option<&'a str>,
-    quorum: u8,
-    node: Option<&'a PathBuf>,
+#[derive(Clone, Copy)]
+pub(crate) struct Plan<'a> {
+    pub(crate) redis: Option<&'a str>,
+    pub(crate) quorum: u8,
+    pub(crate) node: Option<&'a PathBuf>,
+    /// The Python member: its interpreter and script (`host-demo fleet-rounds`).
+    pub(crate) python: Option<&'a (PathBuf, PathBuf)>,
+    /// Every member's pause between calls and its callers, instead of the fleet demo's
+    /// mixed traffic.
+    pub(crate) pace: Option<(u64, usize)>,
 }
 
-/// The Node member's command line (its own CLI: positional arguments, then options).
-fn node_command(
+impl Plan<'_> {
+    /// Member `i`'s pause between calls (ms) and its number of callers.
+    fn pace(&self, i: usize) -> (u64, usize) {
+        self.pace.unwrap_or((pause_ms(i), usize::from(PROBES)))
+    }
+}
+
+/// Which member process member `i` is: Rust, Node and Python in turn, of those the plan
+/// can run (the fleet demo: Rust and Node alternating).
+enum Kind<'a> {
+    Rust,
+    Node(&'a PathBuf),
+    Python(&'a (PathBuf, PathBuf)),
+}
+
+fn kind<'a>(plan: &Plan<'a>, i: usize) -> Kind<'a> {
+    let mut kinds = vec![Kind::Rust];
+    kinds.extend(plan.node.map(Kind::Node));
+    kinds.extend(plan.python.map(Kind::Python));
+    let n = kinds.len();
+    kinds.swap_remove(i % n)
+}
+
+/// The Node member's command line (its own CLI: positional arguments, then options),
+/// which the Python member shares.
+#[allow(clippy::too_many_arguments)]
+fn script_command(
+    program: &std::ffi::OsStr,
     script: &PathBuf,
     plan: &Plan,
     i: usize,
@@ -188,8 +221,9 @@ fn node_command(
     label: &str,
     end_ms: u64,
 ) -> Command {
-    let mut c = Command::new("node");
-    let rate = 1000.0 / pause_ms(i) as f64 * f64::from(PROBES);
+    let mut c = Command::new(program);
+    let (pause, callers) = plan.pace(i);
+    let rate = 1000.0 / pause as f64 * callers as f64;
     c.arg(script)
         .arg(plan.redis.unwrap_or("redis://127.0.0.1:1"))
         .arg(name)
@@ -220,9 +254,20 @@ fn pause_ms(i: usize) -> u64 {
 
 const THRESHOLD: u32 = 10;
 
-fn spawn(plan: &Plan, i: usize, upstream: &str, name: &str, end_ms: u64) -> Result<Spawned> {
-    let node = plan.node.filter(|_| i % 2 == 1);
-    let label = format!("{}{i}", if node.is_some() { "n" } else { "r" });
+pub(crate) fn spawn(
+    plan: &Plan,
+    i: usize,
+    upstream: &str,
+    name: &str,
+    end_ms: u64,
+) -> Result<Spawned> {
+    let kind = kind(plan, i);
+    let prefix = match kind {
+        Kind::Rust => "r",
+        Kind::Node(_) => "n",
+        Kind::Python(_) => "p",
+    };
+    let label = format!("{prefix}{i}");
     let args = [
         ("--upstream", upstream.to_string()),
         ("--redis", plan.redis.unwrap_or("off").to_string()),
@@ -234,12 +279,31 @@ fn spawn(plan: &Plan, i: usize, upstream: &str, name: &str, end_ms: u64) -> Resu
         ("--probes", PROBES.to_string()),
         ("--successes", "2".into()),
         ("--threshold", THRESHOLD.to_string()),
-        ("--callers", PROBES.to_string()),
-        ("--pause-ms", pause_ms(i).to_string()),
+        ("--callers", plan.pace(i).1.to_string()),
+        ("--pause-ms", plan.pace(i).0.to_string()),
     ];
-    let mut command = match node {
-        Some(script) => node_command(script, plan, i, upstream, name, &label, end_ms),
-        None => {
+    let mut command = match kind {
+        Kind::Node(script) => script_command(
+            "node".as_ref(),
+            script,
+            plan,
+            i,
+            upstream,
+            name,
+            &label,
+            end_ms,
+        ),
+        Kind::Python((python, script)) => script_command(
+            python.as_os_str(),
+            script,
+            plan,
+            i,
+            upstream,
+            name,
+            &label,
+            end_ms,
+        ),
+        Kind::Rust => {
             let mut c = Command::new(std::env::current_exe()?);
             c.arg("fleet-member");
             for (flag, value) in &args {
@@ -256,8 +320,8 @@ fn spawn(plan: &Plan, i: usize, upstream: &str, name: &str, end_ms: u64) -> Resu
         .with_context(|| format!("starting member {label}"))?;
     let stdout = child.stdout.take().context("member stdout")?;
     let log = Arc::new(Mutex::new(MemberLog {
+        node: !matches!(kind, Kind::Rust),
         label,
-        node: node.is_some(),
         ..MemberLog::default()
     }));
     let ready = Arc::new(Mutex::new(false));
@@ -520,6 +584,8 @@ pub fn run(args: &[String]) -> Result<()> {
         redis,
         quorum,
         node: node.as_ref(),
+        python: None,
+        pace: None,
     };
     let off = run_once("off", &plan(None, 1), &mut redis, script, None)?;
     let on = run_once("on", &plan(Some(&url), 1), &mut redis, script, None)?;

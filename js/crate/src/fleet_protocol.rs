@@ -165,15 +165,23 @@ impl FleetProtocol {
         })
     }
 
-    /// `gen event votes lease channel`: the fleet's keys and channel, space-separated (a
-    /// fleet's name holds no space).
+    /// `gen event votes lease channel waiters wake own-channel`: the fleet's keys, its
+    /// channel, the lease's waiters, the prefix of members' own channels and this
+    /// member's own, space-separated (a fleet's name holds no space).
     pub fn keys(&self) -> String {
         let k = self.protocol.keys();
         let mut out = String::new();
         let _ = write!(
             out,
-            "{} {} {} {} {}",
-            k.gen, k.event, k.votes, k.lease, k.channel
+            "{} {} {} {} {} {} {} {}",
+            k.gen,
+            k.event,
+            k.votes,
+            k.lease,
+            k.channel,
+            k.waiters,
+            k.wake,
+            self.protocol.wake_channel()
         );
         out
     }
