@@ -77,9 +77,10 @@ async fn idle_members_never_hold_the_lease_a_busy_one_needs() {
     }
 }
 
-/// Finding 1, the holder's side: the lease goes back as soon as its member has no probe
-/// out (here after one of two required successes), and a holder no probe came to gives it
-/// back after a third of the lease, rather than renewing it forever.
+/// Finding 1, the holder's side: a holder whose probes stop coming (here after one of two
+/// required successes) gives the lease back a third of the lease later, and one no probe
+/// came to at all gives it back after a third of the lease, rather than renewing it
+/// forever.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lease_goes_back_when_no_probe_is_out() {
     let redis = server(&[]);
@@ -100,7 +101,7 @@ async fn the_lease_goes_back_when_no_probe_is_out() {
     eventually("A holds the lease", || a.breaker.fleet_status().lease_held).await;
     let lease = "tripgate:{giveback}:lease";
     assert!(!key_absent(&mut conn, lease).await);
-    // One success of two: still half-open, no probe out, the lease goes back.
+    // One success of two: still half-open; no other probe comes, the lease goes back.
     a.breaker.acquire().unwrap().record(Outcome::Success);
     assert_eq!(a.breaker.state(), State::HalfOpen);
     eventually_async("the lease given back", || async {
@@ -213,9 +214,18 @@ async fn a_broken_lease_key_blocks_nothing() {
         probe_timeout: SECOND,
         ..config(1)
     };
-    for case in ["garbage", "holder-no-ttl", "hash", "holder-ten-years"] {
+    let cases = [
+        "garbage",
+        "holder-no-ttl",
+        "hash",
+        "holder-ten-years",
+        "waiters-of-another-type",
+        "waiters-nobody-hears",
+    ];
+    for case in cases {
         let fleet = format!("lease-{case}");
         let lease = format!("tripgate:{{{fleet}}}:lease");
+        let waiters = format!("tripgate:{{{fleet}}}:waiters");
         let (a, b) = (
             member_with(options(&url), &fleet, config),
             member_with(options(&url), &fleet, config),
@@ -229,6 +239,13 @@ async fn a_broken_lease_key_blocks_nothing() {
                 .await
                 .unwrap(),
             "hash" => conn.hset::<_, _, _, ()>(&lease, "a", "b").await.unwrap(),
+            "waiters-of-another-type" => conn.set::<_, _, ()>(&waiters, "x").await.unwrap(),
+            // Junk, and a member id no member listens for: the release skips both and
+            // tells the whole fleet.
+            "waiters-nobody-hears" => conn
+                .zadd_multiple::<_, _, _, ()>(&waiters, &[(1, "junk"), (2, "0123456789abcdef")])
+                .await
+                .unwrap(),
             _ => conn
                 .pset_ex::<_, _, ()>(&lease, "0123456789abcdef", 10 * 365 * 86_400_000)
                 .await
