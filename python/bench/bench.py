@@ -155,6 +155,7 @@ def async_figures(n):
     out = {}
     b = tripgate.CircuitBreaker(name="async")
     decorated = b(anoop)
+    timed = b.guard(timeout=2.0)
     ab = aiobreaker.CircuitBreaker(fail_max=5, timeout_duration=datetime.timedelta(seconds=60))
     factory = purgatory.AsyncCircuitBreakerFactory(default_threshold=5, default_ttl=60)
     purgatory_decorated = factory("bench")(anoop)
@@ -171,6 +172,13 @@ def async_figures(n):
 
     async def tg():
         await b.call_async(anoop)
+
+    async def tg_timed():
+        await timed.call_async(anoop)
+
+    async def asyncio_timed():
+        async with asyncio.timeout(2.0):
+            await b.call_async(anoop)
 
     async def tg_with():
         async with b:
@@ -201,6 +209,8 @@ def async_figures(n):
         return timing
 
     peers = max(n // 4, 1000)
+    # asyncio's own timeout (3.11+) around the untimed call: what a budget costs there.
+    reference = [("tripgate call_async in asyncio.timeout", timed_async(asyncio_timed), n)] if hasattr(asyncio, "timeout") else []
     out.update(
         interleaved(
             [
@@ -208,6 +218,8 @@ def async_figures(n):
                 ("tripgate call_async", timed_async(tg), n),
                 ("tripgate async @breaker", timed_async(decorated), n),
                 ("tripgate async with", timed_async(tg_with), n),
+                ("tripgate call_async, timeout", timed_async(tg_timed), n),
+                *reference,
                 ("aiobreaker call_async", timed_async(ab_call), peers),
                 ("purgatory @breaker", timed_async(purgatory_decorated), peers),
                 ("purgatory async with (breaker fetched once)", timed_async(pg_with), peers),
@@ -336,8 +348,10 @@ def table(runs):
     for name in rejections:
         ratio = [r["figures"][name] / r["figures"]["reject tripgate acquire (value)"] for r in runs]
         lines.append(f"| open: {name[7:]} | {rng(per[name])} | | {'' if 'tripgate' in name else rng(ratio, '{:.1f}×')} |")
-    asyncs = ["tripgate call_async", "tripgate async @breaker", "tripgate async with", "aiobreaker call_async", "purgatory @breaker", "purgatory async with (breaker fetched once)"]
+    asyncs = ["tripgate call_async", "tripgate async @breaker", "tripgate async with", "tripgate call_async, timeout", "tripgate call_async in asyncio.timeout", "aiobreaker call_async", "purgatory @breaker", "purgatory async with (breaker fetched once)"]
     for name in asyncs:
+        if len(per.get(name, ())) != len(runs):
+            continue
         oh = overhead(name, "async bare")
         ratio = [
             (r["figures"][name] - r["figures"]["async bare"]) / (r["figures"]["tripgate call_async"] - r["figures"]["async bare"])

@@ -19,6 +19,7 @@
 
 mod breaker;
 mod clock;
+mod deadline;
 mod fleet;
 mod options;
 mod outcome;
@@ -69,8 +70,8 @@ fn exposition_families(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 /// How `call` reads a returned value, as an outcome name: a response by its status
 /// (`status_code`, else `status`), anything else `success`.
 #[pyfunction]
-fn classify_result(value: &Bound<'_, PyAny>) -> String {
-    outcome::name_of(outcome::of_value(value))
+fn classify_result(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    outcome::of_value(value).map(outcome::name_of)
 }
 
 fn kind_name(kind: FieldKind) -> &'static str {
@@ -96,7 +97,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<breaker::Rejection>()?;
     m.add_class::<breaker::Transition>()?;
     m.add_class::<breaker::GuardedFunction>()?;
+    m.add_class::<breaker::Guard>()?;
     m.add_class::<clock::FakeClock>()?;
+    m.add_class::<deadline::Deadline>()?;
+    m.add_class::<deadline::DeadlineQueue>()?;
+    m.add_function(wrap_pyfunction!(deadline::start_deadline, m)?)?;
     m.add_function(wrap_pyfunction!(exposition_families, m)?)?;
     m.add_function(wrap_pyfunction!(classify_result, m)?)?;
     m.add_class::<fleet::FleetMember>()?;

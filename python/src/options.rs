@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
 
 use tripgate_core::{Config, ConfigError, Field, FieldKind, GrpcSet, StatusSet};
 
@@ -312,6 +312,51 @@ fn suggestion(unknown: &str) -> Option<String> {
         .find(|name| *name == snake || *name == camel_to_snake)
 }
 
+/// The error for positional arguments to the breaker's class (`cls`, as the caller
+/// named it): every option is a keyword.
+#[cold]
+pub fn positional(cls: &Bound<'_, PyType>, args: &Bound<'_, PyTuple>) -> PyErr {
+    let name = cls
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "CircuitBreaker".into());
+    let shown = args
+        .get_item(0)
+        .and_then(|a| a.repr())
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "?".into());
+    let count = args.len();
+    PyTypeError::new_err(format!(
+        "{name}() takes keyword options only, such as {name}(failure_threshold=5, \
+         cooldown=15): got {count} positional argument{} ({shown:.60}{})",
+        if count == 1 { "" } else { "s" },
+        if count > 1 { ", ..." } else { "" },
+    ))
+}
+
+/// A time window's options (`window`, `buckets`) beside `window_calls`, a count window:
+/// the breaker has one window, so giving both kinds is refused, naming both.
+fn one_window(py: Python<'_>, given: &[Field]) -> PyResult<()> {
+    if !given.contains(&Field::WindowCalls) {
+        return Ok(());
+    }
+    for field in [Field::Window, Field::Buckets] {
+        if given.contains(&field) {
+            let option = option_name(field);
+            return Err(option_error(
+                py,
+                false,
+                "window_calls",
+                format!(
+                    "window_calls and {option} cannot both be given: window_calls makes a count \
+                     window (the last N outcomes), window and buckets shape a time window"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
     let mut out = Options {
         config: Config::default(),
@@ -325,6 +370,7 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Op
     let Some(options) = options else {
         return Ok(out);
     };
+    let mut given = Vec::new();
     for (key, value) in options.iter() {
         let option: String = key.extract()?;
         // `None` is "not given": the default (a fallback of `None` is a value).
@@ -337,6 +383,7 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Op
             .find(|f| option_name(*f) == option)
         {
             set_field(py, &mut out.config, field, &option, &value)?;
+            given.push(field);
             continue;
         }
         match option.as_str() {
@@ -416,6 +463,7 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Op
             }
         }
     }
+    one_window(py, &given)?;
     out.config.validate().map_err(|e| config_error(py, e))?;
     Ok(out)
 }

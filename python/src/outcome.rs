@@ -12,7 +12,7 @@ use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
 use tripgate_core::{Outcome, OutcomeKind};
 
@@ -63,7 +63,7 @@ pub fn grpc(n: i64) -> PyResult<Outcome> {
 /// Whether `value`'s type is one that never carries a status: the values most calls
 /// return, answered without looking up attributes.
 #[inline(always)]
-fn plain(value: &Bound<'_, PyAny>) -> bool {
+pub fn plain(value: &Bound<'_, PyAny>) -> bool {
     value.is_none()
         || value.is_exact_instance_of::<PyBool>()
         || value.is_exact_instance_of::<PyInt>()
@@ -76,31 +76,34 @@ fn plain(value: &Bound<'_, PyAny>) -> bool {
 }
 
 /// The status a response-like value carries: `status_code`, else `status`, when it is an
-/// int (an `HTTPStatus` too). Attributes that raise count as absent.
-pub fn status_of<'py>(value: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+/// int (an `HTTPStatus` too). Attributes that raise count as absent; an interrupt
+/// raised while one is read (`KeyboardInterrupt`) is the only error.
+pub fn status_of<'py>(value: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = value.py();
     for name in [intern!(py, "status_code"), intern!(py, "status")] {
-        if let Ok(Some(v)) = value.getattr_opt(name) {
-            if v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>() {
-                return Some(v);
+        match value.getattr_opt(name) {
+            Ok(Some(v)) if v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>() => {
+                return Ok(Some(v));
             }
+            Err(error) if is_interrupt(error.value(py)) => return Err(error),
+            _ => {}
         }
     }
-    None
+    Ok(None)
 }
 
-/// A returned value's outcome (no custom classifier).
+/// A returned value's outcome (no custom classifier); `Err` only for an interrupt.
 #[inline(always)]
-pub fn of_value(value: &Bound<'_, PyAny>) -> Outcome {
+pub fn of_value(value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
     if plain(value) {
-        return Outcome::Success;
+        return Ok(Outcome::Success);
     }
     of_response(value)
 }
 
 #[cold]
-fn of_response(value: &Bound<'_, PyAny>) -> Outcome {
-    match status_of(value) {
+fn of_response(value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+    Ok(match status_of(value)? {
         // The upstream answered, but not in HTTP (a status outside 100–599): the Rust
         // hosts' rule (`Status`), a failure.
         Some(code) => code
@@ -109,7 +112,7 @@ fn of_response(value: &Bound<'_, PyAny>) -> Outcome {
             .and_then(|n| status(n).ok())
             .unwrap_or(Outcome::Failure),
         None => Outcome::Success,
-    }
+    })
 }
 
 /// What `tripgate._classify.classify_error` returns, as an outcome.
@@ -124,17 +127,19 @@ fn from_classifier(result: &Bound<'_, PyAny>) -> PyResult<Outcome> {
 
 static CLASSIFY_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// A raised exception's outcome by the package's rules.
-pub fn of_error(py: Python<'_>, error: &Bound<'_, PyAny>) -> Outcome {
-    if !error.is_instance_of::<PyException>() {
+/// A raised exception's outcome by the package's rules; `Err` only for an interrupt
+/// raised while it is classified (a `KeyboardInterrupt` from a signal).
+pub fn of_error(py: Python<'_>, error: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+    if is_interrupt(error) {
         // KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError: the
         // caller gave up, no evidence about the upstream.
-        return Outcome::Cancelled;
+        return Ok(Outcome::Cancelled);
     }
     let classify = CLASSIFY_ERROR.import(py, "tripgate._classify", "classify_error");
     match classify.and_then(|f| f.call1((error,))) {
-        Ok(result) => from_classifier(&result).unwrap_or(Outcome::Failure),
-        Err(_) => Outcome::Failure,
+        Ok(result) => Ok(from_classifier(&result).unwrap_or(Outcome::Failure)),
+        Err(raised) if is_interrupt(raised.value(py)) => Err(raised),
+        Err(_) => Ok(Outcome::Failure),
     }
 }
 
@@ -159,9 +164,9 @@ pub fn of_any(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
         return status(n);
     }
     if value.is_instance_of::<pyo3::exceptions::PyBaseException>() {
-        return Ok(of_error(py, value));
+        return of_error(py, value);
     }
-    match status_of(value) {
+    match status_of(value)? {
         Some(code) => {
             let n: i64 = code
                 .extract()
@@ -180,12 +185,63 @@ pub fn of_any(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
     }
 }
 
-/// A custom classifier's answer for a value or an exception.
-pub fn of_custom(py: Python<'_>, classify: &Py<PyAny>, value: &Bound<'_, PyAny>) -> Outcome {
-    match classify.bind(py).call1((value,)) {
-        Ok(result) => of_any(py, &result).unwrap_or(Outcome::Failure),
-        Err(_) => Outcome::Failure,
+/// A custom classifier's answer for a value or an exception: `Ok(None)` when it returned
+/// `None` (the package's rules decide), `Err` when it raised (a `KeyboardInterrupt` too:
+/// the caller tells the two apart) or returned something that is not an outcome.
+pub fn of_custom(
+    py: Python<'_>,
+    classify: &Py<PyAny>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<Option<Outcome>> {
+    let result = classify.bind(py).call1((value,))?;
+    if result.is_none() {
+        return Ok(None);
     }
+    of_any(py, &result).map(Some).map_err(|error| {
+        if is_interrupt(error.value(py)) {
+            return error;
+        }
+        let err = PyTypeError::new_err(format!(
+            "classify returned {:.80}, which is not an outcome ({})",
+            result
+                .repr()
+                .map(|r| r.to_string())
+                .unwrap_or_else(|_| "?".into()),
+            error.value(py)
+        ));
+        err.set_cause(py, Some(error));
+        err
+    })
+}
+
+/// Whether a raised `error` is an interrupt rather than a failure: a `BaseException` that
+/// is not an `Exception` (`KeyboardInterrupt`, `SystemExit`, `GeneratorExit`,
+/// `asyncio.CancelledError`). Never a fault, never replaced by a fallback.
+#[inline]
+pub fn is_interrupt(error: &Bound<'_, PyAny>) -> bool {
+    !error.is_instance_of::<PyException>()
+}
+
+static GENERATOR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static ASYNC_GENERATOR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static COROUTINE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// What a value returned by a plain call is when its work has not run yet: a generator
+/// (runs when iterated), an async generator, a coroutine (runs when awaited); None for
+/// anything else. These types cannot be subclassed, so their exact types are compared.
+pub fn lazy(value: &Bound<'_, PyAny>) -> PyResult<Option<&'static str>> {
+    let py = value.py();
+    let kind = value.get_type();
+    for (cell, name, what) in [
+        (&GENERATOR, "GeneratorType", "a generator"),
+        (&COROUTINE, "CoroutineType", "a coroutine"),
+        (&ASYNC_GENERATOR, "AsyncGeneratorType", "an async generator"),
+    ] {
+        if kind.is(cell.import(py, "types", name)?) {
+            return Ok(Some(what));
+        }
+    }
+    Ok(None)
 }
 
 /// An outcome in the vectors' words (`success`, `status:503`, `grpc:14`).

@@ -27,6 +27,7 @@ says something decides, and a chain that loops still ends.
 import asyncio
 import errno
 import socket
+from typing import AbstractSet, Optional, Tuple
 
 from . import _native
 
@@ -77,7 +78,7 @@ _CONNECTION_ERRNOS = frozenset(
 _TIMEOUT_TYPES = (TimeoutError, asyncio.TimeoutError)
 
 
-def _named(error, names):
+def _named(error: BaseException, names: AbstractSet[Tuple[str, str]]) -> bool:
     for cls in type(error).__mro__:
         package = (getattr(cls, "__module__", "") or "").split(".", 1)[0]
         if package in _CLIENTS and (package, cls.__name__) in names:
@@ -85,7 +86,7 @@ def _named(error, names):
     return False
 
 
-def _http_status(error):
+def _http_status(error: BaseException) -> Optional[int]:
     for holder in (error, getattr(error, "response", None)):
         if holder is None:
             continue
@@ -99,7 +100,7 @@ def _http_status(error):
     return None
 
 
-def _grpc_code(error):
+def _grpc_code(error: BaseException) -> Optional[int]:
     if not any(
         (getattr(cls, "__module__", "") or "").split(".", 1)[0] == "grpc"
         for cls in type(error).__mro__
@@ -119,7 +120,7 @@ def _grpc_code(error):
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _one(error):
+def _one(error: BaseException) -> Optional[str]:
     """What one exception of the chain says, or None."""
     if isinstance(error, _TIMEOUT_TYPES) or _named(error, _TIMEOUTS):
         return "timeout"
@@ -146,7 +147,7 @@ def classify_error(error: BaseException) -> str:
     """The outcome name of a raised exception (see the module's docs)."""
     if not isinstance(error, Exception):
         return "cancelled"
-    seen = error
+    seen: BaseException = error
     for _ in range(MAX_CAUSES):
         said = _one(seen)
         if said is not None:

@@ -1,8 +1,19 @@
 """The exceptions tripgate raises. Kept free of the native module so it can raise them."""
 
 import asyncio
+import sys
+from typing import Any, Tuple, Type, TypeVar
 
 __all__ = ["CircuitOpenError", "CallTimeoutError", "StateError"]
+
+E = TypeVar("E", bound=BaseException)
+
+
+def option_error(kind: Type[E], option: str, message: str) -> E:
+    """An error of ``kind`` that names the option it is about (``error.option``)."""
+    error = kind(message)
+    setattr(error, "option", option)
+    return error
 
 
 class CircuitOpenError(Exception):
@@ -19,19 +30,23 @@ class CircuitOpenError(Exception):
     # the rejection path): args are (reason, state, retry_after, breaker).
     @property
     def reason(self) -> str:
-        return self.args[0]
+        reason: str = self.args[0]
+        return reason
 
     @property
     def state(self) -> str:
-        return self.args[1]
+        state: str = self.args[1]
+        return state
 
     @property
     def retry_after(self) -> float:
-        return self.args[2]
+        retry_after: float = self.args[2]
+        return retry_after
 
     @property
     def breaker(self) -> str:
-        return self.args[3]
+        breaker: str = self.args[3]
+        return breaker
 
     def __str__(self) -> str:
         if len(self.args) != 4:
@@ -43,23 +58,30 @@ class CircuitOpenError(Exception):
         )
 
 
-_TIMEOUT_BASES = (
-    (TimeoutError,)
-    if asyncio.TimeoutError is TimeoutError
-    else (TimeoutError, asyncio.TimeoutError)
-)
-
-
-class CallTimeoutError(*_TIMEOUT_BASES):
-    """A guarded async call did not finish within its timeout: it was cancelled and
-    recorded as a ``timeout`` fault. ``timeout`` is the budget in seconds."""
+class _Timeout:
+    args: Tuple[Any, ...]
 
     @property
     def timeout(self) -> float:
-        return self.args[0]
+        timeout: float = self.args[0]
+        return timeout
 
     def __str__(self) -> str:
         return f"the call timed out after {self.args[0]:g}s"
+
+
+_TIMEOUT_DOC = """A guarded async call did not finish within its timeout: it was cancelled and
+    recorded as a ``timeout`` fault. ``timeout`` is the budget in seconds."""
+
+if sys.version_info >= (3, 11):
+
+    class CallTimeoutError(_Timeout, TimeoutError):
+        __doc__ = _TIMEOUT_DOC
+
+else:  # pragma: no cover - before 3.11 asyncio.TimeoutError is a class of its own
+
+    class CallTimeoutError(_Timeout, TimeoutError, asyncio.TimeoutError):
+        __doc__ = _TIMEOUT_DOC
 
 
 class StateError(ValueError):
@@ -69,7 +91,8 @@ class StateError(ValueError):
 
     @property
     def kind(self) -> str:
-        return self.args[1]
+        kind: str = self.args[1]
+        return kind
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -20,6 +20,8 @@ every member is degraded and its breaker decides alone; once Redis answers, each
 reads its fleet back before anything else.
 """
 
+from __future__ import annotations
+
 import collections
 import dataclasses
 import hashlib
@@ -31,12 +33,18 @@ import secrets
 import selectors
 import threading
 import time
+import types
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Type, TypeVar
 
 from . import _native
+
+if TYPE_CHECKING:
+    from .registry import Registry
 
 __all__ = ["FleetStore", "Fleet", "FleetStatus"]
 
 _log = logging.getLogger("tripgate")
+_E = TypeVar("_E", bound=Exception)
 
 _SCRIPTS = {name: text.encode() for name, text in _native.fleet_scripts().items()}
 # Script names, not secrets: the hash Redis keys its script cache by.
@@ -44,18 +52,18 @@ _SHAS = {name: hashlib.sha1(text, usedforsecurity=False).hexdigest() for name, t
 _slots = itertools.count(1)
 
 
-def _error(kind, option, message):
+def _error(kind: Type[_E], option: str, message: str) -> _E:
     error = kind(message)
-    error.option = option
+    error.option = option  # type: ignore[attr-defined]
     return error
 
 
-def _redact(text):
+def _redact(text: object) -> str:
     """A URL (or a message that quotes one) with any password replaced."""
     return re.sub(r"(\w+://[^:@/\s]*):[^@/\s]*@", r"\1:***@", str(text))
 
 
-def _redis():
+def _redis() -> types.ModuleType:
     try:
         # An optional dependency, loaded when used.
         import redis  # noqa: PLC0415
@@ -70,7 +78,7 @@ def _redis():
     return redis
 
 
-def _check_url(redis, url):
+def _check_url(redis: types.ModuleType, url: object) -> None:
     if not isinstance(url, str):
         raise _error(TypeError, "url", f"url must be a str such as redis://127.0.0.1:6379, not {type(url).__name__}")
     try:
@@ -88,14 +96,14 @@ def _check_url(redis, url):
         )
 
 
-def _refused(redis, error):
+def _refused(redis: types.ModuleType, error: BaseException) -> bool:
     """Whether Redis refused a command for what a key holds (``ERR``, ``WRONGTYPE``): the
     store is up, holding bad data. Anything else (unreachable, slow, read-only, out of
     memory, denied by its ACL) is an outage."""
     if type(error) is not redis.exceptions.ResponseError:
         return False
     text = str(error)
-    code = getattr(error, "status_code", None)
+    code: Optional[str] = getattr(error, "status_code", None)
     if code is not None:
         return code == "ERR"
     if text.startswith("WRONGTYPE"):
@@ -122,24 +130,25 @@ class FleetStatus:
     lease_held: bool
     connects: int
     disconnects: int
-    counts: dict
+    counts: Dict[str, Any]
 
-    def ignored(self, reason):
-        return self.counts["ignored"][reason]
+    def ignored(self, reason: str) -> int:
+        count: int = self.counts["ignored"][reason]
+        return count
 
 
 class _Entry:
     __slots__ = ("slot", "name", "member", "fleet", "channel", "scheduled", "subscribing", "left", "ready")
 
-    def __init__(self, name, member):
+    def __init__(self, name: str, member: _native.FleetMember) -> None:
         self.slot = next(_slots)
         self.name = name
         self.member = member
-        self.fleet = None
+        self.fleet: Optional[Fleet] = None
         self.channel = member.keys["channel"].encode()
-        self.scheduled = None
+        self.scheduled: Optional[int] = None
         # When the subscription's confirmation is due (the adapter's ns), while waited for.
-        self.subscribing = None
+        self.subscribing: Optional[int] = None
         self.left = False
         self.ready = threading.Event()
 
@@ -147,20 +156,20 @@ class _Entry:
 class Fleet:
     """A breaker's membership of a fleet (``store.join(name, breaker)``)."""
 
-    def __init__(self, store, entry):
+    def __init__(self, store: FleetStore, entry: _Entry) -> None:
         self._store = store
         self._entry = entry
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self._entry.name
 
     @property
-    def store(self):
+    def store(self) -> FleetStore:
         return self._store
 
     @property
-    def breaker(self):
+    def breaker(self) -> _native.Breaker:
         return self._entry.member.breaker
 
     def status(self) -> FleetStatus:
@@ -178,23 +187,23 @@ class Fleet:
             counts=member.counts(),
         )
 
-    def ready(self, timeout=5.0) -> bool:
+    def ready(self, timeout: Optional[float] = 5.0) -> bool:
         """Waits until the member follows its fleet (connected, subscribed, its fleet's
         state read back): True, or False after ``timeout`` seconds."""
         return self._entry.ready.wait(timeout)
 
-    def leave(self):
+    def leave(self) -> None:
         """Leaves the fleet: the breaker is a local one when this returns, and a lease it
         held is given back in the background. Idempotent."""
         self._store._leave(self._entry)
 
-    def __enter__(self):
+    def __enter__(self) -> Fleet:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.leave()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "left" if self._entry.left else ("connected" if self._entry.member.synced else "degraded")
         return f"<Fleet {self._entry.name!r} {state}>"
 
@@ -207,15 +216,15 @@ class FleetStore:
     @classmethod
     def connect(
         cls,
-        url,
+        url: str,
         *,
-        key=None,
-        member=None,
-        reconcile_interval=None,
-        store_timeout=None,
-        max_backoff=None,
-        tls_root_cert=None,
-    ):
+        key: Optional[bytes | str] = None,
+        member: Optional[str] = None,
+        reconcile_interval: Optional[float] = None,
+        store_timeout: Optional[float] = None,
+        max_backoff: Optional[float] = None,
+        tls_root_cert: Optional[str | bytes] = None,
+    ) -> FleetStore:
         """Checks the options (errors name the option: ``error.option``) and starts the
         store's thread. It returns at once: the connection is made in the background, and
         until it is, every member decides on its own.
@@ -232,7 +241,7 @@ class FleetStore:
           CA that signed the server's, when the system's roots do not trust it."""
         redis = _redis()
         _check_url(redis, url)
-        tls = {}
+        tls: Dict[str, str] = {}
         if tls_root_cert is not None:
             if not isinstance(tls_root_cert, (str, bytes)):
                 raise _error(TypeError, "tls_root_cert", f"tls_root_cert must be PEM text (str or bytes), not {type(tls_root_cert).__name__}")
@@ -249,7 +258,7 @@ class FleetStore:
         )
         return cls(redis, url, options, tls, _token=_TOKEN)
 
-    def __init__(self, redis, url, options, tls, *, _token=None):
+    def __init__(self, redis: types.ModuleType, url: str, options: Dict[str, Any], tls: Dict[str, str], *, _token: object = None) -> None:
         if _token is not _TOKEN:
             raise TypeError("use FleetStore.connect(url, ...)")
         self._redis = redis
@@ -257,26 +266,26 @@ class FleetStore:
         self._tls = tls
         self._key = options["key"]
         # Without a stable name, a random id (never all zeros: the wire's ids are not 0).
-        self.member_id = options["member_id"] or secrets.token_hex(8).replace("0000000000000000", "0000000000000001")
-        self._reconcile_ns = options["reconcile_interval_ns"]
-        self._timeout_ns = options["store_timeout_ns"]
+        self.member_id: str = options["member_id"] or secrets.token_hex(8).replace("0000000000000000", "0000000000000001")
+        self._reconcile_ns: int = options["reconcile_interval_ns"]
+        self._timeout_ns: int = options["store_timeout_ns"]
         self._backoff = _native.FleetBackoff(options["max_backoff_ns"], int(self.member_id, 16))
         self._waker = _native.FleetWaker()
-        self._requests = collections.deque()
-        self._names = set()
+        self._requests: collections.deque[Tuple[str, Any]] = collections.deque()  # (kind, entry or None)
+        self._names: Set[str] = set()
         self._names_lock = threading.Lock()
-        self._members = {}
-        self._channels = {}
-        self._timers = []
+        self._members: Dict[int, _Entry] = {}
+        self._channels: Dict[bytes, _Entry] = {}
+        self._timers: List[Tuple[int, int, _Entry]] = []
         self._seq = itertools.count()
-        self._client = None
-        self._pubsub = None
-        self._pubsub_sock = None
+        self._client: Any = None
+        self._pubsub: Any = None
+        self._pubsub_sock: Any = None
         self._up = False
         self._retry_at = 0
         self._connects = 0
         self._disconnects = 0
-        self._last_error = None
+        self._last_error: Optional[str] = None
         self._closed = False
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._waker.fileno(), selectors.EVENT_READ, "wake")
@@ -284,17 +293,17 @@ class FleetStore:
         self._thread.start()
 
     @property
-    def last_error(self):
+    def last_error(self) -> Optional[str]:
         """Why the store was last given up on (a failed or slow command, a dropped
         connection), for logs; None until then."""
         return self._last_error
 
     @property
-    def connected(self):
+    def connected(self) -> bool:
         """The store answers (its session is up)."""
         return self._up
 
-    def join(self, name, breaker) -> Fleet:
+    def join(self, name: str, breaker: _native.Breaker) -> Fleet:
         """Makes ``breaker`` (a ``CircuitBreaker`` with ``fleet_quorum``) a member of fleet
         ``name`` (1-128 characters of ``A-Z a-z 0-9 . _ - :``). Refused for a breaker that
         is a member already and for a fleet this store has a member of (one breaker per
@@ -321,13 +330,13 @@ class FleetStore:
         self._request("join", entry)
         return entry.fleet
 
-    def join_registry(self, registry):
+    def join_registry(self, registry: Registry) -> List[Fleet]:
         """Joins every breaker of a ``tripgate.Registry`` that has ``fleet_quorum``, each to
         the fleet of its name in the registry; the others are left alone. Breakers the
         registry makes later join with ``join``. Returns the ``Fleet``s."""
         return [self.join(name, breaker) for name, breaker in registry.items() if breaker.fleet_status()["enabled"]]
 
-    def close(self, timeout=None):
+    def close(self, timeout: Optional[float] = None) -> None:
         """Leaves every fleet (the breakers go on as local ones, leases are given back)
         and closes the connections. Idempotent."""
         if self._closed:
@@ -337,22 +346,22 @@ class FleetStore:
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout if timeout is not None else 5 * self._timeout_ns / 1e9 + 1)
 
-    def __enter__(self):
+    def __enter__(self) -> FleetStore:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<FleetStore {_redact(self._url)!r} member {self.member_id} {'up' if self._up else 'down'}>"
 
     # ---- requests from other threads --------------------------------------------------
 
-    def _request(self, kind, entry):
+    def _request(self, kind: str, entry: Optional[_Entry]) -> None:
         self._requests.append((kind, entry))
         self._waker.wake()
 
-    def _leave(self, entry):
+    def _leave(self, entry: _Entry) -> None:
         if entry.left:
             return
         entry.left = True
@@ -366,7 +375,7 @@ class FleetStore:
 
     # ---- the thread ----------------------------------------------------------------------
 
-    def _run(self):
+    def _run(self) -> None:
         while True:
             try:
                 if not self._turn():
@@ -380,7 +389,7 @@ class FleetStore:
                 time.sleep(0.1)
         self._shut()
 
-    def _turn(self):
+    def _turn(self) -> bool:
         """One turn of the loop: what woke the thread, then sleep until something happens.
         False once the store is closed."""
         self._waker.drain()
@@ -404,7 +413,7 @@ class FleetStore:
         self._selector.select(self._wait())
         return True
 
-    def _wait(self):
+    def _wait(self) -> Optional[float]:
         """Seconds until the next deadline, reconnect or subscription check; None: none."""
         at = []
         if self._timers:
@@ -416,7 +425,7 @@ class FleetStore:
             return None
         return max(0.0, (min(at) - time.monotonic_ns()) / 1e9)
 
-    def _enter(self, entry):
+    def _enter(self, entry: _Entry) -> None:
         if entry.left:
             return
         self._members[entry.slot] = entry
@@ -424,7 +433,7 @@ class FleetStore:
         if self._up:
             self._subscribe(entry)
 
-    def _forget(self, entry):
+    def _forget(self, entry: _Entry) -> None:
         self._members.pop(entry.slot, None)
         if self._channels.get(entry.channel) is entry:
             del self._channels[entry.channel]
@@ -440,7 +449,7 @@ class FleetStore:
             if not isinstance(error, self._redis.exceptions.ResponseError):
                 self._lost(error)
 
-    def _shut(self):
+    def _shut(self) -> None:
         while self._requests:
             kind, entry = self._requests.popleft()
             if kind == "join":
@@ -455,7 +464,7 @@ class FleetStore:
 
     # ---- the store ---------------------------------------------------------------------
 
-    def _connect(self):
+    def _connect(self) -> None:
         redis = self._redis
         timeout = self._timeout_ns / 1e9
         try:
@@ -479,7 +488,7 @@ class FleetStore:
         for entry in list(self._members.values()):
             self._subscribe(entry)
 
-    def _subscribe(self, entry):
+    def _subscribe(self, entry: _Entry) -> None:
         if not self._up:
             return
         try:
@@ -495,13 +504,13 @@ class FleetStore:
             self._selector.register(sock, selectors.EVENT_READ, "pubsub")
             self._pubsub_sock = sock
 
-    def _subscriptions_due(self, now):
+    def _subscriptions_due(self, now: int) -> None:
         for entry in list(self._members.values()):
             if entry.subscribing is not None and now >= entry.subscribing:
                 self._lost(TimeoutError("the store did not confirm a subscription within store_timeout"))
                 return
 
-    def _pump(self):
+    def _pump(self) -> None:
         """Every message the pub/sub connection holds (buffered ones included, so that the
         select that follows waits only for new ones). A message is read only once some of
         it is there, and then within ``store_timeout``: a long one may arrive in parts."""
@@ -525,13 +534,13 @@ class FleetStore:
                 entry.subscribing = None
                 self._step(entry, "up")
 
-    def _lost(self, error):
+    def _lost(self, error: BaseException) -> None:
         """The session is over: every member decides locally, and the store is tried again
         after the core's backoff (which a session that failed at once does not restart)."""
         if self._client is not None:
             self._down(error)
 
-    def _down(self, error):
+    def _down(self, error: BaseException) -> None:
         self._last_error = _redact(f"{type(error).__name__}: {error}")
         if self._up:
             self._disconnects += 1
@@ -542,7 +551,7 @@ class FleetStore:
             entry.subscribing = None
             self._step(entry, "down")
 
-    def _drop(self):
+    def _drop(self) -> None:
         self._up = False
         if self._pubsub_sock is not None:
             try:
@@ -559,7 +568,7 @@ class FleetStore:
         self._pubsub = None
         self._client = None
 
-    def _call(self, call):
+    def _call(self, call: Tuple[str, Tuple[str, ...], Tuple[Any, ...]]) -> Any:
         script, keys, args = call
         client = self._client
         if script == "INCR":
@@ -571,7 +580,7 @@ class FleetStore:
 
     # ---- members -----------------------------------------------------------------------
 
-    def _step(self, entry, kind, data=None):
+    def _step(self, entry: _Entry, kind: str, data: Any = None) -> None:
         """Feeds ``kind`` to a member's protocol and runs the commands it asks for, one at
         a time, until it asks for none; then books its deadline."""
         if entry.left:
@@ -598,7 +607,7 @@ class FleetStore:
             if deadline is not None:
                 heapq.heappush(self._timers, (deadline, next(self._seq), entry))
 
-    def _timers_due(self, now):
+    def _timers_due(self, now: int) -> None:
         timers = self._timers
         while timers and timers[0][0] <= now:
             at, _, entry = heapq.heappop(timers)

@@ -11,7 +11,11 @@ ones every tripgate host exposes (``tests/metrics/expected.prom``)::
 Needs ``prometheus-client`` (the ``prometheus`` extra). A scrape reads each breaker once.
 """
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Tuple, Union
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from . import _native
@@ -20,11 +24,15 @@ from .registry import Registry
 
 __all__ = ["TripgateCollector", "FAMILIES"]
 
-FAMILIES = tuple(_native.exposition_families())
+FAMILIES: Tuple[Dict[str, Any], ...] = tuple(_native.exposition_families())
 BREAKER_LABEL = "breaker"
 
+# What a collector reads: a registry, a breaker, breakers, or a callable giving one.
+Breakers = Union[Registry, CircuitBreaker, Iterable[CircuitBreaker]]
+Source = Union[Breakers, Callable[[], Breakers]]
 
-def _family(spec, with_samples=True):
+
+def _family(spec: Dict[str, Any]) -> Union[CounterMetricFamily, GaugeMetricFamily]:
     labels = [BREAKER_LABEL, *spec["labels"]]
     if spec["type"] == "counter":
         return CounterMetricFamily(spec["name"], spec["help"], labels=labels)
@@ -36,10 +44,10 @@ class TripgateCollector(Collector):
     or a callable returning one of those (read at every scrape). Each breaker's series are
     labelled ``breaker=<its name>``; of two breakers with one name, the first is kept."""
 
-    def __init__(self, source):
+    def __init__(self, source: Source) -> None:
         self._source = source
 
-    def _breakers(self):
+    def _breakers(self) -> List[CircuitBreaker]:
         source = self._source
         if callable(source) and not isinstance(source, CircuitBreaker):
             source = source()
@@ -49,11 +57,11 @@ class TripgateCollector(Collector):
             return [b for _, b in source.items()]
         return list(source)
 
-    def describe(self):
+    def describe(self) -> List[Metric]:
         return [_family(spec) for spec in FAMILIES]
 
-    def collect(self):
-        readings = {}
+    def collect(self) -> Iterator[Metric]:
+        readings: Dict[str, List[Union[int, float]]] = {}
         for breaker in self._breakers():
             if breaker.name not in readings:
                 readings[breaker.name] = breaker._samples()

@@ -1,11 +1,15 @@
 """Named breakers, one per upstream, on one clock with shared default options."""
 
+from __future__ import annotations
+
 import threading
+from typing import Any, Callable, Dict, Iterator, List, Tuple, Union
 
 from ._breaker import CircuitBreaker
+from ._errors import option_error
+from ._native import FakeClock
 
 __all__ = ["Registry"]
-
 
 class Registry:
     """``Registry(clock=None, **defaults)``; ``registry.get(name, **options)`` makes the
@@ -13,20 +17,25 @@ class Registry:
     returns the same one afterwards. Iterating gives the names; ``items()`` the pairs.
     A ``prometheus.TripgateCollector`` over a registry scrapes every breaker in it."""
 
-    def __init__(self, *, clock=None, **defaults):
+    def __init__(
+        self, *, clock: Union[FakeClock, Callable[[], float], None] = None, **defaults: Any
+    ) -> None:
         if "name" in defaults:
-            error = TypeError("a registry names its breakers: pass name to get()")
-            error.option = "name"
-            raise error
+            raise option_error(TypeError, "name", "a registry names its breakers: pass name to get()")
         self._clock = clock
         self._defaults = defaults
-        self._breakers = {}
+        self._breakers: Dict[str, CircuitBreaker] = {}
         self._lock = threading.Lock()
         # Check the defaults once, now, rather than at the first get().
         if defaults:
             CircuitBreaker(clock=clock, **defaults)
 
-    def get(self, name: str, **options) -> CircuitBreaker:
+    def get(self, name: str, **options: Any) -> CircuitBreaker:
+        """The breaker named ``name``: made on the first call, with the registry's clock and
+        its defaults updated with ``options`` (a bad option raises as
+        ``CircuitBreaker(**options)`` would, and nothing is kept); every later call returns
+        that breaker, whatever ``options`` it passes. Safe to call from many threads: one
+        breaker per name."""
         breaker = self._breakers.get(name)
         if breaker is not None:
             return breaker
@@ -41,14 +50,15 @@ class Registry:
     def __getitem__(self, name: str) -> CircuitBreaker:
         return self._breakers[name]
 
-    def __contains__(self, name) -> bool:
+    def __contains__(self, name: object) -> bool:
         return name in self._breakers
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(list(self._breakers))
 
     def __len__(self) -> int:
         return len(self._breakers)
 
-    def items(self):
+    def items(self) -> List[Tuple[str, CircuitBreaker]]:
+        """The ``(name, breaker)`` pairs, in the order the breakers were made."""
         return list(self._breakers.items())

@@ -1,6 +1,7 @@
 //! The guarded call's machinery: the rejection objects, acquire → run → classify →
 //! record → fall back, for plain and awaited calls, and the operator calls.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use pyo3::exceptions::PyTypeError;
@@ -15,8 +16,38 @@ use super::values::{open_error, transitions_list, Rejection};
 use super::Breaker;
 use crate::clock::AnyClock;
 use crate::outcome;
+use crate::report;
 
 pub(super) static STATE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The error for a plain call whose function returned work that has not run (`what`: a
+/// generator, a coroutine, an async generator): recording it would guard nothing.
+#[cold]
+fn not_run(py: Python<'_>, f: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, what: &str) -> PyErr {
+    let name = f
+        .getattr(pyo3::intern!(py, "__qualname__"))
+        .and_then(|n| n.extract::<String>())
+        .unwrap_or_else(|_| "the function".into());
+    let advice = if what == "a coroutine" {
+        let _ = value.call_method0(pyo3::intern!(py, "close"));
+        "await breaker.call_async(fn, ...) (or decorate the coroutine function)"
+    } else {
+        if what == "a generator" {
+            let _ = value.call_method0(pyo3::intern!(py, "close"));
+        }
+        "decorate the generator function with @breaker to guard its iteration"
+    };
+    PyTypeError::new_err(format!(
+        "{name} returned {what}, whose work runs later, outside the guarded call: {advice}"
+    ))
+}
+
+/// A budget in seconds as nanoseconds, at least 1.
+pub(super) fn budget_ns(seconds: f64) -> u64 {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let ns = (seconds * 1e9).round().max(1.0) as u64;
+    ns
+}
 
 /// What a fallback gives for `error`: its result when it is callable, else itself.
 pub(crate) fn fall_back<'py>(
@@ -30,7 +61,7 @@ pub(crate) fn fall_back<'py>(
     }
 }
 
-static ASYNC_HELPER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static RUN_TIMED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static RUN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static RUN_FALLBACK: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static RAISE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -78,9 +109,8 @@ impl Breaker {
     }
 
     /// Starts a guarded await: the permit is taken now and `fn` called; the coroutine
-    /// returned (`tripgate._breaker._run`) awaits its awaitable and records the outcome.
-    /// With a timeout, the coroutine of `_guarded_async` (which takes the permit when it
-    /// starts) is returned instead.
+    /// returned (`tripgate._breaker._run`, `_run_fallback`, or `_run_timed` with a
+    /// budget) awaits its awaitable and records the outcome.
     pub(super) fn start_async<'py>(
         slf: &Bound<'py, Self>,
         f: &Bound<'py, PyAny>,
@@ -91,31 +121,14 @@ impl Breaker {
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let this = slf.get();
-        if let Some(timeout) = timeout {
-            let kwargs = match kwargs {
-                Some(k) => k.clone(),
-                None => PyDict::new(py),
-            };
-            let has_fallback = fallback.is_some();
-            let fallback = fallback.unwrap_or_else(|| py.None());
-            return ASYNC_HELPER
-                .import(py, "tripgate._breaker", "_guarded_async")?
-                .call1((slf, f, args, kwargs, timeout, has_fallback, fallback));
-        }
         this.refresh(py);
-        let helper = |name: &str| -> PyResult<Bound<'py, PyAny>> {
-            let cell = match name {
-                "_run" => &RUN,
-                "_run_fallback" => &RUN_FALLBACK,
-                "_raise" => &RAISE,
-                _ => &VALUE,
-            };
-            Ok(cell.import(py, "tripgate._breaker", name)?.clone())
+        let helper = |cell: &'static PyOnceLock<Py<PyAny>>, name: &str| {
+            cell.import(py, "tripgate._breaker", name).cloned()
         };
         // A value or an error decided before any await, as a coroutine.
         let decided = |result: PyResult<Bound<'py, PyAny>>| match result {
-            Ok(value) => helper("_value")?.call1((value,)),
-            Err(error) => helper("_raise")?.call1((error.value(py),)),
+            Ok(value) => helper(&VALUE, "_value")?.call1((value,)),
+            Err(error) => helper(&RAISE, "_raise")?.call1((report::exception(py, &error),)),
         };
         let permit = match this.inner.acquire_owned() {
             Ok(permit) => Self::new_permit(slf, permit)?,
@@ -134,14 +147,24 @@ impl Breaker {
         let awaitable = match f.call(args, kwargs) {
             Ok(awaitable) => awaitable,
             Err(error) => {
-                let value = error.value(py).clone().into_any();
-                let outcome = this.outcome_of_error(py, &value);
+                let value = report::exception(py, &error);
+                if outcome::is_interrupt(&value) {
+                    // Raised now rather than when awaited: an interrupt must not wait on
+                    // a coroutine somebody may never await.
+                    permit.borrow_mut().finish(py, Outcome::Cancelled);
+                    return Err(error);
+                }
+                let outcome = match this.outcome_of_error(py, &value) {
+                    Ok(outcome) => outcome,
+                    Err(interrupt) => {
+                        permit.borrow_mut().finish(py, Outcome::Cancelled);
+                        return Err(interrupt);
+                    }
+                };
                 permit.borrow_mut().finish(py, outcome);
                 return decided(match &fallback {
-                    Some(fallback) if outcome != Outcome::Cancelled => {
-                        fall_back(fallback.bind(py), &value)
-                    }
-                    _ => Err(error),
+                    Some(fallback) => fall_back(fallback.bind(py), &value),
+                    None => Err(error),
                 });
             }
         };
@@ -156,28 +179,90 @@ impl Breaker {
                 awaitable.get_type().name()?
             )));
         }
-        match fallback {
-            None => helper("_run")?.call1((permit, awaitable)),
-            Some(fallback) => helper("_run_fallback")?.call1((permit, awaitable, fallback)),
+        match (timeout, fallback) {
+            (None, None) => helper(&RUN, "_run")?.call1((permit, awaitable)),
+            (None, Some(fallback)) => {
+                helper(&RUN_FALLBACK, "_run_fallback")?.call1((permit, awaitable, fallback))
+            }
+            (Some(budget), fallback) => {
+                let has_fallback = fallback.is_some();
+                let fallback = fallback.unwrap_or_else(|| py.None());
+                helper(&RUN_TIMED, "_run_timed")?.call1((
+                    permit,
+                    awaitable,
+                    budget,
+                    has_fallback,
+                    fallback,
+                ))
+            }
         }
     }
 
+    /// A returned value's outcome by the breaker's rules (its `classify`, if given);
+    /// `Err` only for an interrupt, which the caller records as `cancelled` and raises.
     #[inline(always)]
-    pub(crate) fn outcome_of_value(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> Outcome {
+    pub(crate) fn outcome_of_value(
+        &self,
+        py: Python<'_>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Outcome> {
         match &self.shared.classify {
             None => outcome::of_value(value),
-            Some(classify) => outcome::of_custom(py, classify, value),
+            Some(classify) => self.classified(py, classify, value, outcome::of_value),
         }
     }
 
-    pub(crate) fn outcome_of_error(&self, py: Python<'_>, error: &Bound<'_, PyAny>) -> Outcome {
-        if !error.is_instance_of::<pyo3::exceptions::PyException>() {
-            return Outcome::Cancelled;
+    /// A raised exception's outcome by the breaker's rules: an interrupt is `cancelled`
+    /// and never reaches `classify`. `Err` as for `outcome_of_value`.
+    pub(crate) fn outcome_of_error(
+        &self,
+        py: Python<'_>,
+        error: &Bound<'_, PyAny>,
+    ) -> PyResult<Outcome> {
+        if outcome::is_interrupt(error) {
+            return Ok(Outcome::Cancelled);
         }
         match &self.shared.classify {
             None => outcome::of_error(py, error),
-            Some(classify) => outcome::of_custom(py, classify, error),
+            Some(classify) => {
+                self.classified(py, classify, error, |e| outcome::of_error(e.py(), e))
+            }
         }
+    }
+
+    /// `classify`'s answer; where it returns `None` the package's rules decide, and where
+    /// it fails (raises, or returns what is not an outcome) too, the failure counted
+    /// (`metrics()["classify_errors"]`) and logged: a broken classifier never trips the
+    /// breaker by itself. An interrupt raised inside it goes on.
+    fn classified<'py>(
+        &self,
+        py: Python<'py>,
+        classify: &Py<PyAny>,
+        value: &Bound<'py, PyAny>,
+        rules: impl Fn(&Bound<'py, PyAny>) -> PyResult<Outcome>,
+    ) -> PyResult<Outcome> {
+        match outcome::of_custom(py, classify, value) {
+            Ok(Some(outcome)) => Ok(outcome),
+            Ok(None) => rules(value),
+            Err(error) if outcome::is_interrupt(error.value(py)) => Err(error),
+            Err(error) => {
+                self.classify_failed(py, &error);
+                rules(value)
+            }
+        }
+    }
+
+    #[cold]
+    fn classify_failed(&self, py: Python<'_>, error: &PyErr) {
+        self.shared.classify_errors.fetch_add(1, Ordering::Relaxed);
+        report::error(
+            py,
+            &format!(
+                "tripgate: breaker {:?}: classify failed; the package's rules decided instead",
+                &*self.shared.name
+            ),
+            error,
+        );
     }
 
     /// The guarded call: acquire, run, classify, record, fall back.
@@ -221,26 +306,48 @@ impl Breaker {
         };
         match result {
             Ok(value) => {
+                if !outcome::plain(&value) {
+                    if let Some(what) = outcome::lazy(&value)? {
+                        permit.record(Outcome::Cancelled);
+                        return Err(not_run(py, f, &value, what));
+                    }
+                }
                 let outcome = if late {
-                    Outcome::Timeout
+                    Ok(Outcome::Timeout)
                 } else {
                     self.outcome_of_value(py, &value)
                 };
-                permit.record(outcome);
-                Ok(value)
+                match outcome {
+                    Ok(outcome) => {
+                        permit.record(outcome);
+                        Ok(value)
+                    }
+                    Err(interrupt) => {
+                        permit.record(Outcome::Cancelled);
+                        Err(interrupt)
+                    }
+                }
             }
             Err(error) => {
-                let value = error.value(py).clone().into_any();
-                let outcome = if late {
-                    Outcome::Timeout
-                } else {
-                    self.outcome_of_error(py, &value)
+                let value = report::exception(py, &error);
+                // An interrupt (KeyboardInterrupt, SystemExit, a cancelled task) is the
+                // caller giving up, late or not: cancelled, raised, never replaced.
+                let interrupt = outcome::is_interrupt(&value);
+                let outcome = match (interrupt, late) {
+                    (true, _) => Ok(Outcome::Cancelled),
+                    (false, true) => Ok(Outcome::Timeout),
+                    (false, false) => self.outcome_of_error(py, &value),
+                };
+                let outcome = match outcome {
+                    Ok(outcome) => outcome,
+                    Err(interrupt) => {
+                        permit.record(Outcome::Cancelled);
+                        return Err(interrupt);
+                    }
                 };
                 permit.record(outcome);
                 match fallback {
-                    // A caller that gave up (KeyboardInterrupt, a cancelled task) gets no
-                    // fallback: the exception goes on.
-                    Some(fallback) if outcome != Outcome::Cancelled => fall_back(fallback, &value),
+                    Some(fallback) if !interrupt => fall_back(fallback, &value),
                     _ => Err(error),
                 }
             }

@@ -14,7 +14,7 @@ mod values;
 
 use call::STATE_ERROR;
 pub(crate) use fleet::kind_of;
-pub use guarded::GuardedFunction;
+pub use guarded::{Guard, GuardedFunction};
 pub use permit::Permit;
 use values::{open_error, seconds, transitions_list};
 pub use values::{Rejection, Transition};
@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple, PyType};
 use pyo3::PyTraverseError;
 
 use tripgate::{Outcome, Transition as CoreTransition};
@@ -68,7 +68,8 @@ impl Hooks {
         self.errors.fetch_add(1, Ordering::Relaxed);
         match &self.on_error {
             Some(hook) => {
-                if let Err(again) = hook.bind(py).call1((error.value(py), transition)) {
+                let exception = report::exception(py, error);
+                if let Err(again) = hook.bind(py).call1((exception, transition)) {
                     self.errors.fetch_add(1, Ordering::Relaxed);
                     report::error(py, "tripgate: on_listener_error raised", &again);
                 }
@@ -93,6 +94,8 @@ struct Shared {
     timeout: Option<u64>,
     fallback: Option<Py<PyAny>>,
     classify: Option<Py<PyAny>>,
+    /// Calls of `classify` that raised or returned what is not an outcome.
+    classify_errors: AtomicU64,
     /// `contextvars.ContextVar` holding this breaker's `with` permits as a linked stack of
     /// `(permit, rest)` tuples: each thread and each asyncio task sees its own.
     stack: Py<PyAny>,
@@ -117,8 +120,17 @@ pub struct Breaker {
 #[pymethods]
 impl Breaker {
     #[new]
-    #[pyo3(signature = (**options))]
-    fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    #[classmethod]
+    #[pyo3(signature = (*args, **options))]
+    fn new(
+        cls: &Bound<'_, PyType>,
+        args: &Bound<'_, PyTuple>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let py = cls.py();
+        if !args.is_empty() {
+            return Err(options::positional(cls, args));
+        }
         let o = options::parse(py, options)?;
         let inner = tripgate::Breaker::with_clock(o.config, o.clock.clone())
             // Unreachable: `parse` validated the config.
@@ -149,6 +161,7 @@ impl Breaker {
                 timeout: o.timeout,
                 fallback: o.fallback,
                 classify: o.classify,
+                classify_errors: AtomicU64::new(0),
                 stack,
                 stack_get,
                 stack_set,
@@ -231,8 +244,7 @@ impl Breaker {
         fallback: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let this = slf.get();
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let timeout = timeout.map(|s| (s * 1e9).round().max(1.0) as u64);
+        let timeout = timeout.map(call::budget_ns);
         let fallback = has_fallback.then_some(fallback);
         this.guarded(slf.py(), f, args, kwargs, timeout, fallback)
     }
@@ -336,15 +348,26 @@ impl Breaker {
             }
             node = next;
         };
+        permit.borrow_mut().entered = false;
+        if permit.borrow().permit.is_none() {
+            // The block recorded its own outcome.
+            return Ok(false);
+        }
+        // Classified with no borrow held: `classify` may read the permit.
         let outcome = if exc.is_none() {
-            Outcome::Success
+            Ok(Outcome::Success)
         } else {
             self.outcome_of_error(py, exc)
         };
         let mut permit = permit.borrow_mut();
-        permit.entered = false;
-        if permit.permit.is_some() {
-            permit.finish(py, outcome);
+        match outcome {
+            Ok(outcome) => {
+                permit.finish(py, outcome);
+            }
+            Err(interrupt) => {
+                permit.finish(py, Outcome::Cancelled);
+                return Err(interrupt);
+            }
         }
         Ok(false)
     }
@@ -430,7 +453,7 @@ impl Breaker {
     }
 
     /// The core's snapshot as a dict (durations in seconds), with the host's counts of
-    /// listener and clock errors.
+    /// listener, clock and classifier errors.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         self.shared.clock.refresh(py);
         let m = self.inner.metrics();
@@ -482,6 +505,10 @@ impl Breaker {
             self.shared.hooks.errors.load(Ordering::Relaxed),
         )?;
         d.set_item("clock_errors", self.shared.clock.errors())?;
+        d.set_item(
+            "classify_errors",
+            self.shared.classify_errors.load(Ordering::Relaxed),
+        )?;
         Ok(d)
     }
 

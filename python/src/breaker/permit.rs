@@ -33,6 +33,18 @@ impl Permit {
         Some(verdict.class.name())
     }
 
+    /// Records what the breaker's rules made of a value; an interrupt raised while they
+    /// ran (inside `classify`, say) records `cancelled` and goes on.
+    fn settle(&mut self, py: Python<'_>, outcome: PyResult<Outcome>) -> PyResult<&'static str> {
+        match outcome {
+            Ok(outcome) => self.finish(py, outcome).ok_or_else(Self::spent),
+            Err(interrupt) => {
+                self.finish(py, Outcome::Cancelled);
+                Err(interrupt)
+            }
+        }
+    }
+
     fn spent() -> PyErr {
         PyRuntimeError::new_err("this permit was already recorded")
     }
@@ -60,7 +72,14 @@ impl Permit {
         }
         let outcome = match outcome {
             None => Outcome::Success,
-            Some(value) => outcome::of_any(py, value)?,
+            Some(value) => match outcome::of_any(py, value) {
+                Ok(outcome) => outcome,
+                Err(error) if outcome::is_interrupt(error.value(py)) => {
+                    return self.settle(py, Err(error))
+                }
+                // Unreadable: the permit stays out.
+                Err(error) => return Err(error),
+            },
         };
         self.finish(py, outcome).ok_or_else(Self::spent)
     }
@@ -76,7 +95,7 @@ impl Permit {
             return Err(Self::spent());
         }
         let outcome = self.breaker.get().outcome_of_value(py, value);
-        self.finish(py, outcome).ok_or_else(Self::spent)
+        self.settle(py, outcome)
     }
 
     /// Records a raised exception by the breaker's rules.
@@ -85,7 +104,7 @@ impl Permit {
             return Err(Self::spent());
         }
         let outcome = self.breaker.get().outcome_of_error(py, error);
-        self.finish(py, outcome).ok_or_else(Self::spent)
+        self.settle(py, outcome)
     }
 
     /// Gives the permit back as `cancelled` (no-op once recorded).

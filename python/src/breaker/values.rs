@@ -92,11 +92,16 @@ impl Rejection {
 
 #[pymethods]
 impl Rejection {
+    /// Always false: the call was turned away.
     #[getter]
     fn admitted(&self) -> bool {
         false
     }
 
+    /// Why the call was turned away: `open` (open, or tripped by hang detection at this call),
+    /// `probing` (half-open, every probe slot taken), `isolated`, `saturated`
+    /// (`max_in_flight` calls out) or `probing-elsewhere` (a fleet member without the
+    /// probe lease).
     #[getter]
     fn reason(&self) -> &'static str {
         self.inner().reason.name()
@@ -114,6 +119,7 @@ impl Rejection {
         seconds(self.retry_after.load(Ordering::Relaxed))
     }
 
+    /// `retry_after` in nanoseconds.
     #[getter]
     fn retry_after_ns(&self) -> u64 {
         self.retry_after.load(Ordering::Relaxed)
@@ -160,26 +166,32 @@ impl From<CoreTransition> for Transition {
 
 #[pymethods]
 impl Transition {
+    /// The state left (`closed`, `open`, `half-open`, `isolated`, `disabled`).
     #[getter(from_state)]
     fn state_left(&self) -> &'static str {
         self.inner.from.name()
     }
+    /// The state entered.
     #[getter(to_state)]
     fn state_entered(&self) -> &'static str {
         self.inner.to.name()
     }
+    /// Why: one of `TRANSITION_REASONS` (`failure-threshold`, `cooldown-elapsed`, ...).
     #[getter]
     fn reason(&self) -> &'static str {
         self.inner.reason.name()
     }
+    /// When, in seconds on the breaker's clock.
     #[getter]
     fn at(&self) -> f64 {
         seconds(self.inner.at)
     }
+    /// When, in nanoseconds on the breaker's clock.
     #[getter]
     fn at_ns(&self) -> u64 {
         self.inner.at
     }
+    /// The epoch entered: it counts the breaker's state changes.
     #[getter]
     fn epoch(&self) -> u64 {
         self.inner.epoch

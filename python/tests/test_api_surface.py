@@ -1,0 +1,80 @@
+"""What `help()`, `inspect` and a mistake show: every public method and property of the
+package's classes has a docstring, `guard`'s defaults read as what they mean, positional
+options are refused naming the class called, and the two kinds of window are refused
+together naming both."""
+
+import inspect
+
+import pytest
+
+import tripgate
+from tripgate.registry import Registry
+
+PUBLIC = [
+    tripgate.CircuitBreaker,
+    tripgate.Guard,
+    tripgate.Permit,
+    tripgate.Rejection,
+    tripgate.Transition,
+    tripgate.FakeClock,
+    tripgate.Registry,
+]
+
+
+@pytest.mark.parametrize("cls", PUBLIC, ids=lambda c: c.__name__)
+def test_every_public_member_has_a_docstring(cls):
+    undocumented = []
+    for name in dir(cls):
+        if name.startswith("_"):
+            continue
+        member = inspect.getattr_static(cls, name)
+        if not (getattr(member, "__doc__", None) or "").strip():
+            undocumented.append(name)
+    assert cls.__doc__ and not undocumented, f"{cls.__name__}: {undocumented}"
+
+
+def test_registry_get_and_rejection_reason_say_what_they_do():
+    assert "made on the first call" in Registry.get.__doc__
+    doc = tripgate.Rejection.reason.__doc__
+    for reason in tripgate.REJECT_REASONS:
+        assert f"`{reason}`" in doc
+
+
+def test_guard_signature_shows_what_its_defaults_mean():
+    b = tripgate.CircuitBreaker()
+    params = inspect.signature(b.guard).parameters
+    assert repr(params["timeout"].default) == "<the breaker's timeout>"
+    assert repr(params["fallback"].default) == "<the breaker's fallback>"
+    assert "object at 0x" not in str(inspect.signature(b.guard))
+    # The defaults still mean the breaker's own.
+    timed = tripgate.CircuitBreaker(timeout=2.5, fallback="cached")
+    assert timed.guard().timeout == 2.5 and timed.guard().call(lambda: 1 / 0) == "cached"
+    assert timed.guard(timeout=None).timeout is None
+
+
+class Payments(tripgate.CircuitBreaker):
+    """A subclass, as an application may write one."""
+
+
+@pytest.mark.parametrize("cls", [tripgate.CircuitBreaker, Payments], ids=lambda c: c.__name__)
+def test_positional_options_are_refused_naming_the_class_called(cls):
+    with pytest.raises(TypeError) as caught:
+        cls(5, 15)
+    message = str(caught.value)
+    assert message.startswith(f"{cls.__name__}() takes keyword options only")
+    assert "Breaker()" not in message.replace(f"{cls.__name__}()", "")
+    assert "2 positional arguments (5, ...)" in message
+
+
+@pytest.mark.parametrize("time_option", [{"window": 10}, {"buckets": 4}, {"window": 10, "buckets": 5}])
+def test_a_time_window_and_a_count_window_are_refused_together(time_option):
+    with pytest.raises(ValueError) as caught:
+        tripgate.CircuitBreaker(window_calls=20, **time_option)
+    assert caught.value.option == "window_calls"
+    assert "window_calls and " + next(iter(time_option)) in str(caught.value)
+    # Through a registry's defaults as well.
+    with pytest.raises(ValueError, match="window_calls and window"):
+        Registry(window=10).get("search", window_calls=20)
+    # Each alone is a breaker; None is "not given".
+    tripgate.CircuitBreaker(window_calls=20, window=None)
+    tripgate.CircuitBreaker(window=10, buckets=5)
