@@ -1,0 +1,112 @@
+"""What fleet mode asks of redis-py (an optional dependency, loaded when a store is made):
+the URL's check, the client's options, the one command a member asks for at a time (the
+core's Lua scripts by hash, or ``INCR``), and how a failed command is read: Redis refusing
+what a key holds, or the store down."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import types
+from typing import Any, Dict, Optional, Tuple
+
+from . import _native
+from ._errors import option_error
+
+SCRIPTS = {name: text.encode() for name, text in _native.fleet_scripts().items()}
+# Script names, not secrets: the hash Redis keys its script cache by.
+SHAS = {name: hashlib.sha1(text, usedforsecurity=False).hexdigest() for name, text in SCRIPTS.items()}
+
+# A member's command: (script or "INCR", keys, arguments).
+Call = Tuple[str, Tuple[str, ...], Tuple[Any, ...]]
+
+
+def redact(text: object) -> str:
+    """A URL (or a message that quotes one) with any password replaced."""
+    return re.sub(r"(\w+://[^:@/\s]*):[^@/\s]*@", r"\1:***@", str(text))
+
+
+def load() -> types.ModuleType:
+    try:
+        import redis  # noqa: PLC0415
+        import redis.backoff  # noqa: PLC0415
+        import redis.connection  # noqa: PLC0415
+        import redis.exceptions  # noqa: PLC0415
+        import redis.retry  # noqa: PLC0415
+    except ImportError as error:
+        raise ImportError(
+            "tripgate.fleet needs redis-py: pip install 'tripgate[redis]'"
+        ) from error
+    return redis
+
+
+def check_url(redis: types.ModuleType, url: object) -> None:
+    if not isinstance(url, str):
+        raise option_error(TypeError, "url", f"url must be a str such as redis://127.0.0.1:6379, not {type(url).__name__}")
+    try:
+        parsed = redis.connection.parse_url(url)
+    except ValueError as error:
+        raise option_error(ValueError, "url", f"url {redact(url)!r} does not parse: {error}") from None
+    db = parsed.get("db", 0)
+    if db not in (0, "0"):
+        raise option_error(
+            ValueError,
+            "url",
+            f"url names database {db}: fleet mode runs on database 0 only (Redis pub/sub "
+            "ignores the database, so fleets on two databases would hear each other); give "
+            "each environment its own server or fleet names",
+        )
+
+
+def tls_options(url: str, tls_root_cert: object) -> Dict[str, str]:
+    """The client's TLS options for ``tls_root_cert`` (None: the system's roots)."""
+    if tls_root_cert is None:
+        return {}
+    if not isinstance(tls_root_cert, (str, bytes)):
+        raise option_error(TypeError, "tls_root_cert", f"tls_root_cert must be PEM text (str or bytes), not {type(tls_root_cert).__name__}")
+    if not url.startswith("rediss://"):
+        raise option_error(ValueError, "tls_root_cert", "tls_root_cert is only for rediss:// URLs")
+    pem = tls_root_cert.decode("ascii", "replace") if isinstance(tls_root_cert, bytes) else tls_root_cert
+    return {"ssl_ca_data": pem}
+
+
+def client(redis: types.ModuleType, url: str, timeout: float, tls: Dict[str, str]) -> Any:
+    """A client whose every command gives up after ``timeout`` seconds and never retries:
+    reconnects are the member's, with its backoff and a read back first."""
+    return redis.Redis.from_url(
+        url,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
+        health_check_interval=0,
+        **tls,
+    )
+
+
+def run(redis: types.ModuleType, client: Any, call: Call) -> Any:
+    """Redis's raw reply to a member's command: a script by its hash, sent whole when the
+    server's script cache does not have it."""
+    script, keys, args = call
+    if script == "INCR":
+        return client.execute_command("INCR", *keys)
+    try:
+        return client.execute_command("EVALSHA", SHAS[script], len(keys), *keys, *args)
+    except redis.exceptions.NoScriptError:
+        return client.execute_command("EVAL", SCRIPTS[script], len(keys), *keys, *args)
+
+
+def refused(redis: types.ModuleType, error: BaseException) -> bool:
+    """Whether Redis refused a command for what a key holds (``ERR``, ``WRONGTYPE``): the
+    store is up, holding bad data. Anything else (unreachable, slow, read-only, out of
+    memory, denied by its ACL) is an outage."""
+    if type(error) is not redis.exceptions.ResponseError:
+        return False
+    text = str(error)
+    code: Optional[str] = getattr(error, "status_code", None)
+    if code is not None:
+        return code == "ERR"
+    if text.startswith("WRONGTYPE"):
+        return True
+    # redis-py drops an ``ERR`` prefix and keeps every other error code.
+    first = text.split(" ", 1)[0]
+    return not (first.isupper() and first.isalpha())

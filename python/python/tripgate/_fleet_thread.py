@@ -1,0 +1,306 @@
+"""A fleet store's thread: it tells each member what happened (the store up or down, a
+message, a reply, the breaker's wake-up, a deadline), runs the one Redis call the member
+asks for at a time, and sleeps in ``select`` until something happens. It holds the
+store's two connections (commands, pub/sub); nothing else touches them. Every decision is
+the member protocol's (``tripgate._native.FleetMember``)."""
+
+from __future__ import annotations
+
+import collections
+import heapq
+import itertools
+import logging
+import selectors
+import threading
+import time
+import types
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import _fleet_redis, _native
+
+_log = logging.getLogger("tripgate")
+_slots = itertools.count(1)
+
+
+class Entry:
+    """A member as the thread keeps it."""
+
+    __slots__ = ("slot", "name", "member", "channel", "scheduled", "subscribing", "left", "ready")
+
+    def __init__(self, name: str, member: _native.FleetMember) -> None:
+        self.slot = next(_slots)
+        self.name = name
+        self.member = member
+        self.channel = member.keys["channel"].encode()
+        self.scheduled: Optional[int] = None
+        # When the subscription's confirmation is due (the adapter's ns), while waited for.
+        self.subscribing: Optional[int] = None
+        self.left = False
+        self.ready = threading.Event()
+
+
+class StoreThread:
+    """The thread of one ``FleetStore`` and what it holds. ``request`` is the one way in
+    from other threads; ``up``, ``connects``, ``disconnects`` and ``last_error`` are read
+    from anywhere."""
+
+    def __init__(
+        self, redis: types.ModuleType, url: str, tls: Dict[str, str], timeout_ns: int, backoff: _native.FleetBackoff
+    ) -> None:
+        self._redis = redis
+        self._url = url
+        self._tls = tls
+        self._timeout_ns = timeout_ns
+        self._backoff = backoff
+        self.waker = _native.FleetWaker()
+        self._requests: collections.deque[Tuple[str, Optional[Entry]]] = collections.deque()
+        self._members: Dict[int, Entry] = {}
+        self._channels: Dict[bytes, Entry] = {}
+        self._timers: List[Tuple[int, int, Entry]] = []
+        self._seq = itertools.count()
+        self._client: Any = None
+        self._pubsub: Any = None
+        self._pubsub_sock: Any = None
+        self.up = False
+        self._retry_at = 0
+        self.connects = 0
+        self.disconnects = 0
+        self.last_error: Optional[str] = None
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.waker.fileno(), selectors.EVENT_READ, "wake")
+        self._thread = threading.Thread(target=self._run, name="tripgate-fleet", daemon=True)
+        self._thread.start()
+
+    def request(self, kind: str, entry: Optional[Entry]) -> None:
+        """Queues ``join``, ``leave`` (with the entry) or ``close`` for the thread."""
+        self._requests.append((kind, entry))
+        self.waker.wake()
+
+    def stop(self, timeout: Optional[float]) -> None:
+        """Asks the thread to leave every fleet and close; waits for it up to ``timeout``
+        seconds (None: a few store timeouts), unless called from the thread itself."""
+        self.request("close", None)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout if timeout is not None else 5 * self._timeout_ns / 1e9 + 1)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                if not self._turn():
+                    break
+            except SystemExit:
+                break
+            except BaseException as error:  # noqa: BLE001 - the guarded service must go on
+                _log.error("tripgate: the fleet store's thread failed; its members decide alone until it reconnects", exc_info=error)
+                self._lost(error)
+                # A failure that repeats must not spin the thread or flood the log.
+                time.sleep(0.1)
+        self._shut()
+
+    def _turn(self) -> bool:
+        """One turn of the loop: what woke the thread, then sleep until something happens.
+        False once the store is closed."""
+        self.waker.drain()
+        while self._requests:
+            kind, entry = self._requests.popleft()
+            if kind == "close" or entry is None:
+                return False
+            if kind == "join":
+                self._enter(entry)
+            else:
+                self._forget(entry)
+        for entry in list(self._members.values()):
+            if entry.member.take_woken():
+                self._step(entry, "changed")
+        now = time.monotonic_ns()
+        if self._client is None and now >= self._retry_at:
+            self._connect()
+        self._pump()
+        self._subscriptions_due(time.monotonic_ns())
+        self._timers_due(time.monotonic_ns())
+        self._selector.select(self._wait())
+        return True
+
+    def _wait(self) -> Optional[float]:
+        """Seconds until the next deadline, reconnect or subscription check; None: none."""
+        at = []
+        if self._timers:
+            at.append(self._timers[0][0])
+        if self._client is None:
+            at.append(self._retry_at)
+        at.extend(e.subscribing for e in self._members.values() if e.subscribing is not None)
+        if not at:
+            return None
+        return max(0.0, (min(at) - time.monotonic_ns()) / 1e9)
+
+    def _enter(self, entry: Entry) -> None:
+        if entry.left:
+            return
+        self._members[entry.slot] = entry
+        self._channels[entry.channel] = entry
+        if self.up:
+            self._subscribe(entry)
+
+    def _forget(self, entry: Entry) -> None:
+        self._members.pop(entry.slot, None)
+        if self._channels.get(entry.channel) is entry:
+            del self._channels[entry.channel]
+        entry.scheduled = None
+        release = entry.member.leave_command()
+        if not self.up:
+            return
+        try:
+            self._pubsub.unsubscribe(entry.channel)
+            if release is not None:
+                _fleet_redis.run(self._redis, self._client, release[2])
+        except Exception as error:  # noqa: BLE001 - its last words: nobody waits for them
+            if not isinstance(error, self._redis.exceptions.ResponseError):
+                self._lost(error)
+
+    def _shut(self) -> None:
+        while self._requests:
+            kind, entry = self._requests.popleft()
+            if kind == "join" and entry is not None:
+                entry.left = True
+                entry.member.leave()
+        for entry in list(self._members.values()):
+            entry.left = True
+            entry.member.leave()
+            self._forget(entry)
+        self._drop()
+        self._selector.close()
+
+    # ---- the store ---------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        redis = self._redis
+        timeout = self._timeout_ns / 1e9
+        try:
+            self._client = _fleet_redis.client(redis, self._url, timeout, self._tls)
+            self._client.ping()
+        except Exception as error:  # noqa: BLE001 - any failure is the store down
+            self._down(error)
+            return
+        self._pubsub = self._client.pubsub()
+        self.up = True
+        self.connects += 1
+        self._backoff.up(time.monotonic_ns())
+        for entry in list(self._members.values()):
+            self._subscribe(entry)
+
+    def _subscribe(self, entry: Entry) -> None:
+        if not self.up:
+            return
+        try:
+            self._pubsub.subscribe(entry.channel)
+        except Exception as error:  # noqa: BLE001
+            self._lost(error)
+            return
+        entry.subscribing = time.monotonic_ns() + self._timeout_ns
+        sock = getattr(self._pubsub.connection, "_sock", None)
+        if sock is not None and sock is not self._pubsub_sock:
+            if self._pubsub_sock is not None:
+                self._selector.unregister(self._pubsub_sock)
+            self._selector.register(sock, selectors.EVENT_READ, "pubsub")
+            self._pubsub_sock = sock
+
+    def _subscriptions_due(self, now: int) -> None:
+        for entry in list(self._members.values()):
+            if entry.subscribing is not None and now >= entry.subscribing:
+                self._lost(TimeoutError("the store did not confirm a subscription within store_timeout"))
+                return
+
+    def _pump(self) -> None:
+        """Every message the pub/sub connection holds (buffered ones included, so that the
+        select that follows waits only for new ones). A message is read only once some of
+        it is there, and then within ``store_timeout``: a long one may arrive in parts."""
+        while self.up and self._pubsub is not None and self._pubsub_sock is not None:
+            try:
+                if not self._pubsub.connection.can_read(timeout=0):
+                    return
+                message = self._pubsub.get_message(timeout=self._timeout_ns / 1e9)
+            except Exception as error:  # noqa: BLE001
+                self._lost(error)
+                return
+            if message is None:
+                return
+            entry = self._channels.get(message.get("channel"))
+            if entry is None:
+                continue
+            kind = message.get("type")
+            if kind == "message":
+                self._step(entry, "message", message["data"])
+            elif kind == "subscribe" and entry.subscribing is not None:
+                entry.subscribing = None
+                self._step(entry, "up")
+
+    def _lost(self, error: BaseException) -> None:
+        """The session is over: every member decides locally, and the store is tried again
+        after the core's backoff (which a session that failed at once does not restart)."""
+        if self._client is not None:
+            self._down(error)
+
+    def _down(self, error: BaseException) -> None:
+        self.last_error = _fleet_redis.redact(f"{type(error).__name__}: {error}")
+        if self.up:
+            self.disconnects += 1
+        now = time.monotonic_ns()
+        self._retry_at = now + self._backoff.down(now)
+        self._drop()
+        for entry in list(self._members.values()):
+            entry.subscribing = None
+            self._step(entry, "down")
+
+    def _drop(self) -> None:
+        self.up = False
+        if self._pubsub_sock is not None:
+            try:
+                self._selector.unregister(self._pubsub_sock)
+            except (KeyError, ValueError):
+                pass
+            self._pubsub_sock = None
+        for closing in (self._pubsub, self._client):
+            if closing is not None:
+                try:
+                    closing.close()
+                except Exception:  # noqa: BLE001, S110 - closed already, or never opened
+                    pass
+        self._pubsub = None
+        self._client = None
+
+    # ---- members -----------------------------------------------------------------------
+
+    def _step(self, entry: Entry, kind: str, data: Any = None) -> None:
+        """Feeds ``kind`` to a member's protocol and runs the commands it asks for, one at
+        a time, until it asks for none; then books its deadline."""
+        if entry.left:
+            return
+        member = entry.member
+        command = member.step(kind, time.monotonic_ns(), data)
+        while command is not None and self.up:
+            try:
+                reply = _fleet_redis.run(self._redis, self._client, command[2])
+            except Exception as error:  # noqa: BLE001
+                if not _fleet_redis.refused(self._redis, error):
+                    self._lost(error)
+                    return
+                command = member.step("refused", time.monotonic_ns(), None)
+                continue
+            command = member.step("reply", time.monotonic_ns(), reply)
+        if member.synced and not entry.left:
+            entry.ready.set()
+        else:
+            entry.ready.clear()
+        deadline = member.deadline
+        if deadline != entry.scheduled:
+            entry.scheduled = deadline
+            if deadline is not None:
+                heapq.heappush(self._timers, (deadline, next(self._seq), entry))
+
+    def _timers_due(self, now: int) -> None:
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            at, _, entry = heapq.heappop(timers)
+            if entry.scheduled == at and not entry.left and entry.slot in self._members:
+                entry.scheduled = None
+                self._step(entry, "tick")
