@@ -76,10 +76,14 @@ describe('fleet mode on a three-master Redis Cluster', () => {
 
   test('the fleet\'s master killed mid-run: members decide alone, no call waits; restarted empty, they read back, repair the counter and follow the fleet again', async () => {
     const name = fleetName('killed');
-    const members = await fleetOf(2, undefined, name, { nodes: cluster.urls, url: undefined, storeTimeoutMs: 100 });
+    // A probe timeout of 1 s: the waits after losing the store (FLEET.md § 7) are one.
+    const members = await fleetOf(2, undefined, name, {
+      nodes: cluster.urls, url: undefined, storeTimeoutMs: 100, breaker: { probeTimeoutMs: 1_000 },
+    });
     const [a, b] = members;
     trip(a.breaker);
     await allAt(members, 1);
+    a.clock.advance(9_500);
     const node = cluster.nodeOf(keys(name).gen);
     await node.kill();
     await waitFor(() => members.every((m) => m.fleet.status().degraded), 'both degraded');
@@ -93,8 +97,12 @@ describe('fleet mode on a three-master Redis Cluster', () => {
       }
     }
     assert.ok(slowest < 50, `the slowest call took ${slowest} ms`);
-    // Alone, a member probes without a lease, and closes on its own evidence.
-    a.clock.advance(10_000);
+    // Its opening is the fleet's, whose round may be out under another member's lease:
+    // past the cooldown it waits one probe timeout from losing the store, then probes
+    // without a lease, alone, and closes on its own evidence.
+    a.clock.advance(600);
+    assert.equal(a.breaker.acquire(), Rejected.PROBING_ELSEWHERE);
+    a.clock.advance(500);
     const probe = a.breaker.acquire();
     assert.ok(CircuitBreaker.isProbe(probe));
     a.breaker.record(probe, 200);
@@ -104,8 +112,9 @@ describe('fleet mode on a three-master Redis Cluster', () => {
     await waitFor(() => members.every((m) => m.fleet.status().connected), 'both back', 15_000);
     const client = await nodeClient(node);
     await waitFor(async () => (await client.get(keys(name).gen)) === '1', 'the counter repaired');
-    // B's round is the fleet's: it takes the lease on the restarted master, its probe fails,
-    // and the fleet opens again, A too.
+    // B's round is the fleet's: it takes the lease on the restarted master (one probe
+    // timeout after finding the fleet's state lost, when any round begun before is over),
+    // its probe fails, and the fleet opens again, A too.
     b.clock.advance(10_000);
     assert.equal(b.breaker.acquire(), Rejected.PROBING_ELSEWHERE);
     await waitFor(() => b.breaker.fleetStatus().leaseHeld, 'B holds the lease');
@@ -113,6 +122,20 @@ describe('fleet mode on a three-master Redis Cluster', () => {
     await allAt(members, 2);
     assert.equal(a.transitions.at(-1), 'closed>open:fleet-open');
     await client.close();
+    await closeAll(members);
+  });
+
+  test('the fleet\'s master killed while nothing is due: members are degraded at once, before any read-back or command', async () => {
+    const name = fleetName('noticed');
+    // A read-back once a minute and no calls: only the node's broken connection can tell.
+    const members = await fleetOf(2, undefined, name, { nodes: cluster.urls, url: undefined, reconcileIntervalMs: 60_000 });
+    const node = cluster.nodeOf(keys(name).gen);
+    await node.kill();
+    await waitFor(() => members.every((m) => m.fleet.status().degraded), 'both degraded', 2_000);
+    for (const m of members) assert.match(m.store.lastError, /SocketClosedUnexpectedlyError|ECONNRESET|closed/);
+    await node.start();
+    await waitFor(() => cluster.ok(), 'the cluster up again', 15_000);
+    await waitFor(() => members.every((m) => m.fleet.status().connected), 'both back', 15_000);
     await closeAll(members);
   });
 

@@ -93,7 +93,16 @@ export const allAt = (list, generation) =>
 /** The wire's keys of fleet `name`. */
 export function keys(name) {
   const prefix = `tripgate:{${name}}:`;
-  return { gen: `${prefix}gen`, event: `${prefix}event`, votes: `${prefix}votes`, lease: `${prefix}lease`, channel: `${prefix}events` };
+  return {
+    gen: `${prefix}gen`,
+    event: `${prefix}event`,
+    votes: `${prefix}votes`,
+    lease: `${prefix}lease`,
+    channel: `${prefix}events`,
+    waiters: `${prefix}waiters`,
+    // The prefix of each member's own channel: `${wake}${memberId}`.
+    wake: `${prefix}wake:`,
+  };
 }
 
 const mac = (key, body) => createHmac('sha256', key).update(body).digest('hex');

@@ -14,7 +14,7 @@ import { createClient } from 'redis';
 import { CircuitBreaker, Rejected } from '../src/node.js';
 import { FleetStore } from '../src/fleet/index.js';
 import {
-  allAt, closeAll, fleetName, fleetOf, keys, line, member, storeOptions, trip, waitFor,
+  allAt, closeAll, fleetName, fleetOf, keys, line, member, probeRound, storeOptions, trip, waitFor,
 } from './fleet-helpers.js';
 import { freePort, redisServerPath, startRedis } from './redis-server.js';
 
@@ -97,6 +97,41 @@ describe('fleet mode on a real redis-server', () => {
       if (m !== holder) assert.equal(m.transitions.at(-1), 'half-open>closed:fleet-close');
     }
     await waitFor(async () => (await raw.get(keys(holder.fleet.name).lease)) === null, 'the lease released');
+    await closeAll(members);
+  });
+
+  test('12. the lease\'s waiters queue in the store; a release wakes the longest alone, on its own channel, and the round ends in it', async () => {
+    const name = fleetName('waiters');
+    // The lease runs on the store's real clock: short, so an idle holder lets go soon.
+    const members = await fleetOf(4, redis.url, name, { breaker: { probeTimeoutMs: 900, halfOpenRequiredSuccesses: 2 } });
+    const k = keys(name);
+    // Each member listens on the fleet's channel and on its own.
+    for (const m of members) {
+      const own = `${k.wake}${m.store.memberId}`;
+      assert.deepEqual(await raw.sendCommand(['PUBSUB', 'NUMSUB', own]), [own, 1]);
+    }
+    trip(members[0].breaker);
+    await allAt(members, 1);
+    const first = await probeRound(members);
+    await waitFor(async () => (await raw.zCard(k.waiters)) === 3, 'three waiters queued');
+    const [longestId] = await raw.zRange(k.waiters, 0, 0);
+    const longest = members.find((m) => m.store.memberId === longestId);
+    assert.notEqual(longest, first);
+    // No probe comes to the holder: it lets go, and the longest waiter takes the lease
+    // before any other waiter's retry is due (each waits for the lease it was shown).
+    const holds = (m) => m.breaker.fleetStatus().leaseHeld;
+    await waitFor(() => !holds(first) && members.some(holds), 'the lease passed on');
+    assert.equal(holds(longest), true, 'the longest waiter holds the lease');
+    for (let i = 0; i < 2; i++) {
+      const probe = longest.breaker.acquire();
+      assert.ok(CircuitBreaker.isProbe(probe));
+      longest.breaker.record(probe, 200);
+    }
+    await allAt(members, 2);
+    for (const m of members) assert.equal(m.breaker.state, 'closed');
+    const leases = members.reduce((n, m) => n + m.fleet.status().counts.leases, 0);
+    assert.equal(leases, 2, 'one lease for the idle holder, one for the whole round');
+    assert.equal(await raw.exists(k.waiters), 0, 'the close ends every wait');
     await closeAll(members);
   });
 

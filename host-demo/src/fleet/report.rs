@@ -18,6 +18,8 @@ pub struct Figures {
     pub local_members: usize,
     /// ms from the restart to each member's link coming back, sorted
     pub resync: Vec<f64>,
+    /// ms from the kill to each Rust and each Node member's link going down, sorted
+    pub noticed: [Vec<f64>; 2],
 }
 
 pub struct Table {
@@ -136,6 +138,15 @@ fn figures(run: &RunLog) -> Figures {
         .map(|(t, _)| (t - restart) as f64 / 1000.0)
         .collect();
     resync.sort_by(f64::total_cmp);
+    let mut noticed = [Vec::new(), Vec::new()];
+    for m in &run.members {
+        if let Some((t, _)) = m.links.iter().find(|(t, up)| !*up && *t >= kill) {
+            noticed[usize::from(m.node)].push((t - kill) as f64 / 1000.0);
+        }
+    }
+    for kind in &mut noticed {
+        kind.sort_by(f64::total_cmp);
+    }
     Figures {
         failing_before_all_open,
         peak_probes,
@@ -146,6 +157,7 @@ fn figures(run: &RunLog) -> Figures {
         slowest_us: stats.iter().map(|s| s[3]).max().unwrap_or(0),
         local_members,
         resync,
+        noticed,
     }
 }
 
@@ -257,6 +269,16 @@ impl Table {
             self.on.slowest_us as f64 / 1000.0
         );
         let _ = writeln!(s, "  members that kept deciding locally:  {} of {n} (each tripped on its own while Redis was down)", self.on.local_members);
+        let p50_max = |v: &[f64]| match (quantile(v, 0.5), quantile(v, 1.0)) {
+            (Some(a), Some(b)) => format!("p50 {a:.0} / max {b:.0} ms"),
+            _ => "—".into(),
+        };
+        let _ = writeln!(
+            s,
+            "  time to notice it gone:              Rust {}, Node {}",
+            p50_max(&self.on.noticed[0]),
+            p50_max(&self.on.noticed[1]),
+        );
         let _ = writeln!(
             s,
             "  time to resync after Redis returned: p50 {} / max {}",

@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use tripgate_redis::server::RedisServer;
 
+use super::spawn::{node_member, spawn, Plan, Spawned};
+use super::unix_us;
 use super::upstream::{Phase, Upstream};
-use super::{node_member, spawn, unix_us, Plan, Spawned};
 
 const USAGE: &str = "usage: host-demo fleet-rounds [--members 1,8,12] [--runs 3] [--recoveries 3]
 

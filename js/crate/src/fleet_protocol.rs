@@ -445,9 +445,23 @@ pub fn fleet_valid_name(name: &str) -> bool {
     wire::valid_name(name)
 }
 
+/// The Redis Cluster slot of fleet `name`'s keys and channels: every one is
+/// `tripgate:{name}:…`, and a name holds no brace, so the hash tag is the name itself.
+#[wasm_bindgen]
+pub fn fleet_slot(name: &str) -> u16 {
+    crc16::State::<crc16::XMODEM>::calculate(name.as_bytes()) % 16_384
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fleet_s_slot_is_redis_s_key_slot_of_its_hash_tag() {
+        // CLUSTER KEYSLOT answers these (Redis' own examples: 123456789 is 12739, foo 12182).
+        assert_eq!(fleet_slot("123456789"), 12_739);
+        assert_eq!(fleet_slot("foo"), 12_182);
+    }
     use tripgate_core::{Field, State};
 
     fn member(quorum: f64) -> Breaker {
@@ -465,7 +479,8 @@ mod tests {
         assert_eq!(
             p.keys(),
             "tripgate:{payments}:gen tripgate:{payments}:event tripgate:{payments}:votes \
-             tripgate:{payments}:lease tripgate:{payments}:events"
+             tripgate:{payments}:lease tripgate:{payments}:events tripgate:{payments}:waiters \
+             tripgate:{payments}:wake: tripgate:{payments}:wake:00000000000000aa"
         );
         assert_eq!(p.handle(0, &[], &[], &[], &mut b, 0.0, 0.0), 1, "read");
         let line = b"tripgate1 payments 3 open 4500 00000000000000bb -";

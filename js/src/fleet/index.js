@@ -7,6 +7,7 @@
 //   const fleet = store.join('payments', breaker);                  // one per breaker
 //   fleet.status(); await fleet.leave(); await store.close();
 //
-// Every decision is the core's member protocol (protocol.js); store.js runs its commands.
+// Every decision is the core's member protocol (protocol.js); store.js runs its commands
+// (commands.js says what each sends).
 
 export { Fleet, FleetStore, StoreTimeoutError } from './store.js';

@@ -68,6 +68,9 @@ export function signer(key) {
 /** A member's stable id from its name (the wire's `member_id`): 16 hex digits. */
 export const memberIdOf = (name) => wasm.fleet_member_id(name);
 
+/** The Redis Cluster slot of fleet `name`'s keys and channels. */
+export const fleetSlot = (name) => wasm.fleet_slot(name);
+
 /** Whether `name` is a fleet name (the wire's rule). */
 export const validFleetName = (name) => typeof name === 'string' && wasm.fleet_valid_name(name);
 
@@ -97,9 +100,12 @@ export class MemberProtocol {
   constructor({ name, memberId, reconcileIntervalMs, link, key }) {
     this.#link = link;
     this.#p = new wasm.FleetProtocol(name, memberId, reconcileIntervalMs, link.wasm(), signer(key));
-    const [gen, event, votes, lease, channel] = this.#p.keys().split(' ');
-    /** The fleet's keys and channel (the wire's names). */
-    this.keys = Object.freeze({ gen, event, votes, lease, channel });
+    const [gen, event, votes, lease, channel, waiters, wake, ownChannel] = this.#p.keys().split(' ');
+    /**
+     * The fleet's keys and channel, the lease's waiters, the prefix of members' own
+     * channels and this member's own (the wire's names).
+     */
+    this.keys = Object.freeze({ gen, event, votes, lease, channel, waiters, wake, ownChannel });
     this.#p.state(this.#state);
   }
 

@@ -1,6 +1,8 @@
 // A process's link to its Redis (FLEET.md; the wire format is wit/fleet.md): one command
-// connection and one subscriber connection for every fleet its breakers join (a channel
-// per fleet), and the core's member protocol for each of them (protocol.js). This file
+// connection and one subscriber connection for every fleet its breakers join (two
+// channels per fleet: the fleet's, and the member's own, where a holder's release wakes
+// it alone), and the core's member protocol for each of them (protocol.js). What each
+// command sends is commands.js; the deadlines wait in deadlines.js. This file
 // only moves bytes: it tells a member's protocol what happened — the store up or down, its
 // breaker woken, a message on its channel, the reply to its command, its deadline come —
 // runs the one command the protocol asks for, and sleeps until something happens. Nothing
@@ -12,11 +14,11 @@
 // call has returned (a microtask), on Redis replies and on timers.
 
 import { EventEmitter } from 'node:events';
-import { createHash } from 'node:crypto';
 import { CircuitBreaker, fleetLink } from '../breaker.js';
 import { rangeError, typeError } from '../errors.js';
-import { SCRIPTS } from '../../pkg/fleet/scripts.js';
-import { MemberProtocol, backoff, fleetTables, validFleetName } from './protocol.js';
+import { Commands, channelsOf, refused } from './commands.js';
+import { Deadlines } from './deadlines.js';
+import { MemberProtocol, backoff, fleetSlot, validFleetName } from './protocol.js';
 import { readStoreOptions, redact } from './options.js';
 
 /** A command that took longer than `storeTimeoutMs`. */
@@ -28,11 +30,6 @@ export class StoreTimeoutError extends Error {
   }
 }
 
-/** A reply of a shape no script returns: the store is up, but its data is not ours. */
-class WrongShape extends Error {}
-
-const SHA = Object.fromEntries(Object.entries(SCRIPTS).map(([name, text]) => [name, createHash('sha1').update(text).digest('hex')]));
-
 /** `promise` within `ms`; a late answer is the store being down. */
 function bounded(promise, ms) {
   let timer;
@@ -40,29 +37,6 @@ function bounded(promise, ms) {
     timer = setTimeout(() => reject(new StoreTimeoutError(ms)), ms);
   });
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
-
-/**
- * Whether an error is the store refusing what a key holds (`ERR`, a script's error, a
- * counter that is no integer; `WRONGTYPE`) or a reply of the wrong shape: the store is up,
- * holding bad data. Anything else (unreachable, slow, read-only, out of memory, denied by
- * its ACL) is an outage: the members decide alone and the store is retried with backoff.
- */
-function refused(error, ErrorReply) {
-  if (error instanceof WrongShape) return true;
-  if (!(error instanceof ErrorReply)) return false;
-  const code = String(error.message).split(' ', 1)[0];
-  return code === 'ERR' || code === 'WRONGTYPE';
-}
-
-const isBytes = (v) => v instanceof Uint8Array;
-const bytesOrNull = (v) => v === null || isBytes(v);
-
-/** A vote script's time: a decimal (a score may come as a float). */
-function storeTime(v) {
-  if (!isBytes(v) && typeof v !== 'number') return null;
-  const n = Number(isBytes(v) ? Buffer.from(v).toString('latin1') : v);
-  return Number.isFinite(n) ? Math.max(0, Math.trunc(n)) : null;
 }
 
 /** The link's states. */
@@ -81,7 +55,7 @@ let slots = 0;
 export class FleetStore {
   #options;
   #redis;
-  #blobs;
+  #commands;
   #members = new Map();
   #names = new Set();
   #link = DOWN;
@@ -89,7 +63,7 @@ export class FleetStore {
   #epoch = 0;
   #clients = null;
   #backoff;
-  #heap = [];
+  #deadlines = new Deadlines();
   #timer = null;
   #armedAt = Infinity;
   #woken = [];
@@ -105,7 +79,7 @@ export class FleetStore {
     if (token !== TOKEN) throw new TypeError('use `await FleetStore.connect(options)`');
     this.#options = options;
     this.#redis = redis;
-    this.#blobs = { typeMapping: { [redis.RESP_TYPES.BLOB_STRING]: Buffer } };
+    this.#commands = new Commands(redis, options.cluster);
     this.#backoff = backoff(options.maxBackoffMs, options.memberId);
     this.#connect();
   }
@@ -154,6 +128,7 @@ export class FleetStore {
     const entry = {
       slot: ++slots,
       name,
+      keySlot: this.#options.cluster ? fleetSlot(name) : null,
       breaker,
       protocol: null,
       fleet: null,
@@ -218,7 +193,7 @@ export class FleetStore {
     if (this.#link !== UP) return;
     const { command, subscriber } = this.#clients;
     const work = [this.#unsubscribe(subscriber, entry)];
-    if (release !== null) work.push(this.#run(command, entry.protocol.keys, release));
+    if (release !== null) work.push(this.#commands.run(command, entry.protocol.keys, release));
     await bounded(Promise.allSettled(work), this.#options.storeTimeoutMs).catch(() => {});
   }
 
@@ -316,7 +291,7 @@ export class FleetStore {
     const epoch = this.#epoch;
     let reply;
     try {
-      reply = await bounded(this.#run(this.#clients.command, entry.protocol.keys, command), this.#options.storeTimeoutMs);
+      reply = await bounded(this.#commands.run(this.#clients.command, entry.protocol.keys, command), this.#options.storeTimeoutMs);
     } catch (error) {
       if (epoch !== this.#epoch || entry.left) return;
       if (!refused(error, this.#redis.ErrorReply)) {
@@ -364,6 +339,12 @@ export class FleetStore {
         maxCommandRedirections: 4,
       });
       subscriber = command;
+      // A node's connection that breaks is told at once ('node-error'), while a command to
+      // it would wait for the next deadline: the master of a fleet's slot gone is the
+      // session's end, as a single server's dropped connection is.
+      command.on('node-error', (error, node) => {
+        if (epoch === this.#epoch && this.#link === UP && this.#servesFleet(command, node)) this.#lost(error);
+      });
     } else {
       command = this.#redis.createClient({ url: o.urls[0], ...this.#clientOptions() });
       subscriber = command.duplicate();
@@ -392,12 +373,23 @@ export class FleetStore {
     }, lost);
   }
 
+  /** Whether cluster node `node` ({ host, port }) is the master of a member's slot. */
+  #servesFleet(cluster, node) {
+    for (const entry of this.#members.values()) {
+      const master = cluster.slots[entry.keySlot]?.master;
+      if (master !== undefined && master.host === node.host && master.port === node.port) return true;
+    }
+    return false;
+  }
+
   #subscribe(entry) {
     const epoch = this.#epoch;
     const { subscriber } = this.#clients;
+    // Its own channel shares the fleet's slot, so one sharded subscribe takes both.
+    const channels = channelsOf(entry.protocol.keys);
     const subscribe = this.#options.cluster
-      ? subscriber.sSubscribe(entry.protocol.keys.channel, entry.listener, true)
-      : subscriber.subscribe(entry.protocol.keys.channel, entry.listener, true);
+      ? subscriber.sSubscribe(channels, entry.listener, true)
+      : subscriber.subscribe(channels, entry.listener, true);
     bounded(subscribe, this.#options.storeTimeoutMs).then(() => {
       if (epoch === this.#epoch) this.#step(entry, 'up');
     }, (error) => {
@@ -406,9 +398,10 @@ export class FleetStore {
   }
 
   #unsubscribe(subscriber, entry) {
+    const channels = channelsOf(entry.protocol.keys);
     return this.#options.cluster
-      ? subscriber.sUnsubscribe(entry.protocol.keys.channel, entry.listener, true)
-      : subscriber.unsubscribe(entry.protocol.keys.channel, entry.listener, true);
+      ? subscriber.sUnsubscribe(channels, entry.listener, true)
+      : subscriber.unsubscribe(channels, entry.listener, true);
   }
 
   /**
@@ -455,48 +448,19 @@ export class FleetStore {
 
   // ---- time ------------------------------------------------------------------------------
 
-  /** Books a member's deadline (a min-heap of [at, entry]; a rebooked one is skipped). */
+  /** Books a member's deadline (a rebooked one is skipped when it comes up). */
   #schedule(entry, at) {
     if (at === entry.scheduled) return;
     entry.scheduled = at;
     if (at === null) return;
-    const heap = this.#heap;
-    heap.push([at, entry]);
-    let i = heap.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (heap[parent][0] <= heap[i][0]) break;
-      [heap[parent], heap[i]] = [heap[i], heap[parent]];
-      i = parent;
-    }
+    this.#deadlines.push(at, entry);
     this.#arm();
-  }
-
-  #pop() {
-    const heap = this.#heap;
-    const top = heap[0];
-    const last = heap.pop();
-    if (heap.length > 0) {
-      heap[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < heap.length && heap[l][0] < heap[m][0]) m = l;
-        if (r < heap.length && heap[r][0] < heap[m][0]) m = r;
-        if (m === i) break;
-        [heap[m], heap[i]] = [heap[i], heap[m]];
-        i = m;
-      }
-    }
-    return top;
   }
 
   /** One timer, for the earliest of the deadlines and the reconnect. */
   #arm() {
     if (this.#closed) return;
-    let at = this.#heap.length > 0 ? this.#heap[0][0] : Infinity;
+    let at = this.#deadlines.next;
     if (this.#link === DOWN) at = Math.min(at, this.#retryAt);
     if (at === this.#armedAt) return;
     clearTimeout(this.#timer);
@@ -512,8 +476,8 @@ export class FleetStore {
     this.#armedAt = Infinity;
     const now = performance.now();
     if (this.#link === DOWN && now >= this.#retryAt) this.#connect();
-    while (this.#heap.length > 0 && this.#heap[0][0] <= now) {
-      const [at, entry] = this.#pop();
+    while (this.#deadlines.next <= now) {
+      const [at, entry] = this.#deadlines.pop();
       if (entry.scheduled === at && !entry.left) {
         entry.scheduled = null;
         this.#step(entry, 'tick');
@@ -521,78 +485,6 @@ export class FleetStore {
     }
     this.#arm();
   };
-
-  // ---- commands --------------------------------------------------------------------------
-
-  /** Runs a script by its hash, loading it on a store that does not have it yet. */
-  async #script(client, name, keys, args) {
-    const tail = [String(keys.length), ...keys, ...args.map(String)];
-    const send = (args) => (this.#options.cluster
-      ? client.sendCommand(keys[0], false, args, this.#blobs)
-      : client.sendCommand(args, this.#blobs));
-    try {
-      return await send(['EVALSHA', SHA[name], ...tail]);
-    } catch (error) {
-      if (!(error instanceof this.#redis.ErrorReply) || !String(error.message).startsWith('NOSCRIPT')) throw error;
-      return send(['EVAL', SCRIPTS[name], ...tail]);
-    }
-  }
-
-  /** Executes a protocol command; its reply as the protocol reads it. */
-  async #run(client, keys, command) {
-    const publish = this.#options.cluster ? 'SPUBLISH' : 'PUBLISH';
-    const script = (name, k, args) => this.#script(client, name, k, args);
-    switch (command.kind) {
-      case 'read': {
-        const r = await script('read', [keys.event, keys.gen], [fleetTables.maxLine]);
-        if (!Array.isArray(r) || r.length !== 3 || !bytesOrNull(r[0]) || !Number.isInteger(r[1]) || !bytesOrNull(r[2])) {
-          throw new WrongShape();
-        }
-        return { kind: 'read', event: r[0], eventTtlMs: r[1], generation: r[2] };
-      }
-      case 'vote': {
-        const r = await script('vote', [keys.votes], [command.entry, Math.max(1, command.windowMs), fleetTables.maxVotes, fleetTables.maxLine]);
-        const nowMs = Array.isArray(r) ? storeTime(r[0]) : null;
-        if (nowMs === null) throw new WrongShape();
-        const votes = [];
-        for (let i = 1; i + 1 < r.length; i += 2) {
-          const at = storeTime(r[i + 1]);
-          // Anything else in the reply is not a vote.
-          if (isBytes(r[i]) && at !== null) votes.push([r[i], at]);
-        }
-        return { kind: 'voted', nowMs, votes };
-      }
-      case 'next-generation': {
-        const send = ['INCR', keys.gen];
-        const value = await (this.#options.cluster
-          ? client.sendCommand(keys.gen, false, send, this.#blobs)
-          : client.sendCommand(send, this.#blobs));
-        if (typeof value !== 'number') throw new WrongShape();
-        return { kind: 'generation', value };
-      }
-      case 'publish':
-        await script('publish', [keys.event, keys.votes], [keys.channel, command.line, command.expireMs ?? 0, publish]);
-        return { kind: 'published' };
-      case 'take-lease': {
-        const r = await script('take', [keys.lease], [command.holder, Math.max(1, command.ms)]);
-        if (!Array.isArray(r) || r.length !== 2 || !Number.isInteger(r[0]) || !Number.isInteger(r[1])) throw new WrongShape();
-        return { kind: 'lease', held: r[0] === 1, ttlMs: r[1] };
-      }
-      case 'renew-lease': {
-        const r = await script('renew', [keys.lease], [command.holder, Math.max(1, command.ms)]);
-        if (!Number.isInteger(r)) throw new WrongShape();
-        return { kind: 'renewed', renewed: r === 1 };
-      }
-      case 'release-lease':
-        await script('release', [keys.lease], [command.holder, keys.channel, command.notice, publish]);
-        return { kind: 'released' };
-      case 'repair':
-        await script('repair', [keys.gen], [command.floor]);
-        return { kind: 'repaired' };
-      default:
-        throw new WrongShape();
-    }
-  }
 }
 
 /** A breaker's membership of a fleet (an EventEmitter). */

@@ -1,0 +1,123 @@
+// The store's side of a member's commands (wit/fleet.md): each protocol command as the
+// script or command Redis runs, and the reply read back into the shape the protocol takes.
+// A reply of a shape no script returns is `WrongShape`: the store is up, holding data that
+// is not ours.
+
+import { createHash } from 'node:crypto';
+import { SCRIPTS } from '../../pkg/fleet/scripts.js';
+import { fleetTables } from './protocol.js';
+
+/** A reply of a shape no script returns: the store is up, but its data is not ours. */
+class WrongShape extends Error {}
+
+const SHA = Object.fromEntries(Object.entries(SCRIPTS).map(([name, text]) => [name, createHash('sha1').update(text).digest('hex')]));
+
+const isBytes = (v) => v instanceof Uint8Array;
+const bytesOrNull = (v) => v === null || isBytes(v);
+
+/** A vote script's time: a decimal (a score may come as a float). */
+function storeTime(v) {
+  if (!isBytes(v) && typeof v !== 'number') return null;
+  const n = Number(isBytes(v) ? Buffer.from(v).toString('latin1') : v);
+  return Number.isFinite(n) ? Math.max(0, Math.trunc(n)) : null;
+}
+
+/**
+ * Whether an error is the store refusing what a key holds (`ERR`, a script's error, a
+ * counter that is no integer; `WRONGTYPE`) or a reply of the wrong shape: the store is up,
+ * holding bad data. Anything else (unreachable, slow, read-only, out of memory, denied by
+ * its ACL) is an outage: the members decide alone and the store is retried with backoff.
+ */
+export function refused(error, ErrorReply) {
+  if (error instanceof WrongShape) return true;
+  if (!(error instanceof ErrorReply)) return false;
+  const code = String(error.message).split(' ', 1)[0];
+  return code === 'ERR' || code === 'WRONGTYPE';
+}
+
+/** The channels a member listens on: its fleet's, and its own (where a release wakes it). */
+export const channelsOf = (keys) => [keys.channel, keys.ownChannel];
+
+/**
+ * Runs the protocol's commands on one store: `cluster` sends each to its key's slot and
+ * publishes sharded (the channels share the keys' slot).
+ */
+export class Commands {
+  #cluster;
+  #ErrorReply;
+  #blobs;
+
+  constructor(redis, cluster) {
+    this.#cluster = cluster;
+    this.#ErrorReply = redis.ErrorReply;
+    this.#blobs = { typeMapping: { [redis.RESP_TYPES.BLOB_STRING]: Buffer } };
+  }
+
+  #send(client, key, args) {
+    return this.#cluster ? client.sendCommand(key, false, args, this.#blobs) : client.sendCommand(args, this.#blobs);
+  }
+
+  /** Runs a script by its hash, loading it on a store that does not have it yet. */
+  async #script(client, name, keys, args) {
+    const tail = [String(keys.length), ...keys, ...args.map(String)];
+    try {
+      return await this.#send(client, keys[0], ['EVALSHA', SHA[name], ...tail]);
+    } catch (error) {
+      if (!(error instanceof this.#ErrorReply) || !String(error.message).startsWith('NOSCRIPT')) throw error;
+      return this.#send(client, keys[0], ['EVAL', SCRIPTS[name], ...tail]);
+    }
+  }
+
+  /** Executes a protocol command; its reply as the protocol reads it. */
+  async run(client, keys, command) {
+    const publish = this.#cluster ? 'SPUBLISH' : 'PUBLISH';
+    const script = (name, k, args) => this.#script(client, name, k, args);
+    switch (command.kind) {
+      case 'read': {
+        const r = await script('read', [keys.event, keys.gen], [fleetTables.maxLine]);
+        if (!Array.isArray(r) || r.length !== 3 || !bytesOrNull(r[0]) || !Number.isInteger(r[1]) || !bytesOrNull(r[2])) {
+          throw new WrongShape();
+        }
+        return { kind: 'read', event: r[0], eventTtlMs: r[1], generation: r[2] };
+      }
+      case 'vote': {
+        const r = await script('vote', [keys.votes], [command.entry, Math.max(1, command.windowMs), fleetTables.maxVotes, fleetTables.maxLine]);
+        const nowMs = Array.isArray(r) ? storeTime(r[0]) : null;
+        if (nowMs === null) throw new WrongShape();
+        const votes = [];
+        for (let i = 1; i + 1 < r.length; i += 2) {
+          const at = storeTime(r[i + 1]);
+          // Anything else in the reply is not a vote.
+          if (isBytes(r[i]) && at !== null) votes.push([r[i], at]);
+        }
+        return { kind: 'voted', nowMs, votes };
+      }
+      case 'next-generation': {
+        const value = await this.#send(client, keys.gen, ['INCR', keys.gen]);
+        if (typeof value !== 'number') throw new WrongShape();
+        return { kind: 'generation', value };
+      }
+      case 'publish':
+        await script('publish', [keys.event, keys.votes, keys.waiters], [keys.channel, command.line, command.expireMs ?? 0, publish]);
+        return { kind: 'published' };
+      case 'take-lease': {
+        const r = await script('take', [keys.lease, keys.waiters], [command.holder, Math.max(1, command.ms)]);
+        if (!Array.isArray(r) || r.length !== 2 || !Number.isInteger(r[0]) || !Number.isInteger(r[1])) throw new WrongShape();
+        return { kind: 'lease', held: r[0] === 1, ttlMs: r[1] };
+      }
+      case 'renew-lease': {
+        const r = await script('renew', [keys.lease], [command.holder, Math.max(1, command.ms)]);
+        if (!Number.isInteger(r)) throw new WrongShape();
+        return { kind: 'renewed', renewed: r === 1 };
+      }
+      case 'release-lease':
+        await script('release', [keys.lease, keys.waiters], [command.holder, keys.channel, command.notice, publish, keys.wake]);
+        return { kind: 'released' };
+      case 'repair':
+        await script('repair', [keys.gen], [command.floor]);
+        return { kind: 'repaired' };
+      default:
+        throw new WrongShape();
+    }
+  }
+}
