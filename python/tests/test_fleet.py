@@ -323,3 +323,38 @@ def test_a_holder_that_leaves_gives_the_lease_to_a_waiting_member_at_once(server
     eventually("the waiting member holds the lease", lambda: waiting.breaker.fleet_status()["lease_held"])
     assert time.monotonic() - t < 1.0
     assert not leaving.fleet.status().connected and leaving.breaker.fleet_status()["degraded"]
+
+
+def test_a_release_wakes_the_longest_waiter_alone_and_its_round_ends_in_it(server, members):
+    """FLEET.md § 12: members turned down queue in the store; an idle holder lets go, and
+    the release wakes the longest waiter alone, on its own channel; that member runs the
+    whole round (M = 2 probes) on one lease."""
+    # The lease runs on the store's real clock: short, so the idle holder lets go soon.
+    ms = [
+        members(server.url, "waiters", probe_timeout=0.9, half_open_required_successes=2)
+        for _ in range(4)
+    ]
+    connected(*ms)
+    client = server.client()
+    for m in ms:
+        own = f"tripgate:{{waiters}}:wake:{m.store.member_id}"
+        assert client.pubsub_numsub(own) == [(own.encode(), 1)], "each member listens on its own channel"
+    ms[0].fail()
+    settled(*ms)
+    first = probe_round(ms)
+    waiters = "tripgate:{waiters}:waiters"
+    eventually("three waiters queued", lambda: client.zcard(waiters) == 3)
+    longest_id = client.zrange(waiters, 0, 0)[0].decode()
+    longest = next(m for m in ms if m.store.member_id == longest_id)
+    assert longest is not ms[first]
+    held = lambda m: m.breaker.fleet_status()["lease_held"]  # noqa: E731
+    eventually("the lease passed on", lambda: not held(ms[first]) and any(held(m) for m in ms))
+    assert held(longest), "the longest waiter holds the lease"
+    for _ in range(2):
+        probe = longest.breaker.acquire()
+        assert probe and probe.probe
+        probe.record("success")
+    for m in ms:
+        eventually("closed", lambda: m.breaker.state == "closed")
+    assert sum(m.fleet.status().counts["leases"] for m in ms) == 2, "one lease for the idle holder, one for the round"
+    assert not client.exists(waiters), "the close ends every wait"

@@ -4,8 +4,8 @@
 //! member processes (Rust, Node and Python in turn, where this checkout can run them;
 //! one member with fleet mode off is "one breaker alone"). Each recovery: the upstream
 //! fails until every member is open, then is healthy; the recovery ends when every member
-//! is closed. Per recovery it counts the probes (calls that reached the upstream before
-//! the first member closed), the lease commands members sent (read off `MONITOR`: every
+//! is closed. Per recovery it counts the probes (calls that reached the upstream from the
+//! first member's half-open to the first close), the lease commands members sent (read off `MONITOR`: every
 //! command on the fleet's lease key, takes among them), and the round's time (first probe
 //! to the last member closed). Every member has one caller, calling every 20 ms; K = 2,
 //! M = 2, cooldown 1.5 s, probe timeout (the lease) 2 s.
@@ -165,11 +165,19 @@ fn run_once(size: usize, recoveries: usize, plan: &Plan) -> Result<Vec<Recovery>
             closes.iter().copied().min().unwrap_or(opened),
             closes.iter().copied().max().unwrap_or(opened),
         );
+        // Probes are what arrives once a member's cooldown has ended: a call sent just
+        // before its breaker opened may still reach the upstream after the switch to
+        // healthy (twelve member processes on two cores), and is no probe.
+        let half_open = members
+            .iter()
+            .filter_map(|m| transitions_to(m, "half-open", opened))
+            .min()
+            .unwrap_or(opened);
         let (_, arrivals) = upstream.take();
         let probes: Vec<u64> = arrivals
             .iter()
             .map(|&(at, _)| at)
-            .filter(|&at| at >= opened && at <= first_close)
+            .filter(|&at| at >= half_open && at <= first_close)
             .collect();
         let first_probe = probes.iter().copied().min().unwrap_or(first_close);
         // Commands after the last close are the round's too (the release); a little later.

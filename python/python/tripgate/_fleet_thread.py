@@ -25,13 +25,15 @@ _slots = itertools.count(1)
 class Entry:
     """A member as the thread keeps it."""
 
-    __slots__ = ("slot", "name", "member", "channel", "scheduled", "subscribing", "left", "ready")
+    __slots__ = ("slot", "name", "member", "channel", "own", "scheduled", "subscribing", "left", "ready")
 
     def __init__(self, name: str, member: _native.FleetMember) -> None:
         self.slot = next(_slots)
         self.name = name
         self.member = member
         self.channel = member.keys["channel"].encode()
+        # Its own channel, where a holder's release wakes it alone.
+        self.own = member.keys["own_channel"].encode()
         self.scheduled: Optional[int] = None
         # When the subscription's confirmation is due (the adapter's ns), while waited for.
         self.subscribing: Optional[int] = None
@@ -138,19 +140,21 @@ class StoreThread:
             return
         self._members[entry.slot] = entry
         self._channels[entry.channel] = entry
+        self._channels[entry.own] = entry
         if self.up:
             self._subscribe(entry)
 
     def _forget(self, entry: Entry) -> None:
         self._members.pop(entry.slot, None)
-        if self._channels.get(entry.channel) is entry:
-            del self._channels[entry.channel]
+        for channel in (entry.channel, entry.own):
+            if self._channels.get(channel) is entry:
+                del self._channels[channel]
         entry.scheduled = None
         release = entry.member.leave_command()
         if not self.up:
             return
         try:
-            self._pubsub.unsubscribe(entry.channel)
+            self._pubsub.unsubscribe(entry.channel, entry.own)
             if release is not None:
                 _fleet_redis.run(self._redis, self._client, release[2])
         except Exception as error:  # noqa: BLE001 - its last words: nobody waits for them
@@ -192,7 +196,8 @@ class StoreThread:
         if not self.up:
             return
         try:
-            self._pubsub.subscribe(entry.channel)
+            # One SUBSCRIBE: the first confirmation means the store holds both.
+            self._pubsub.subscribe(entry.channel, entry.own)
         except Exception as error:  # noqa: BLE001
             self._lost(error)
             return
@@ -230,7 +235,7 @@ class StoreThread:
             kind = message.get("type")
             if kind == "message":
                 self._step(entry, "message", message["data"])
-            elif kind == "subscribe" and entry.subscribing is not None:
+            elif kind == "subscribe" and entry.subscribing is not None and message.get("channel") == entry.channel:
                 entry.subscribing = None
                 self._step(entry, "up")
 

@@ -440,7 +440,9 @@ impl FleetMember {
         Ok(out)
     }
 
-    /// The fleet's keys and channel: `gen`, `event`, `votes`, `lease`, `channel`.
+    /// The fleet's keys and channel, the lease's waiters, the prefix of members' own
+    /// channels and this member's own: `gen`, `event`, `votes`, `lease`, `channel`,
+    /// `waiters`, `wake`, `own_channel`.
     #[getter]
     fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
@@ -449,6 +451,9 @@ impl FleetMember {
         out.set_item("votes", &self.keys.votes)?;
         out.set_item("lease", &self.keys.lease)?;
         out.set_item("channel", &self.keys.channel)?;
+        out.set_item("waiters", &self.keys.waiters)?;
+        out.set_item("wake", &self.keys.wake)?;
+        out.set_item("own_channel", self.keys.wake_channel(self.member))?;
         Ok(out)
     }
 

@@ -45,7 +45,11 @@ pub(super) fn command_tuple<'py>(
             (
                 "publish",
                 "publish",
-                vec![keys.event.as_str(), keys.votes.as_str()],
+                vec![
+                    keys.event.as_str(),
+                    keys.votes.as_str(),
+                    keys.waiters.as_str(),
+                ],
             )
         }
         Command::TakeLease { holder, ms } | Command::RenewLease { holder, ms } => {
@@ -53,11 +57,15 @@ pub(super) fn command_tuple<'py>(
             fields.set_item("ms", ms)?;
             args.append(holder)?;
             args.append((*ms).max(1))?;
-            let (kind, script) = match command {
-                Command::TakeLease { .. } => ("take-lease", "take"),
-                _ => ("renew-lease", "renew"),
-            };
-            (kind, script, vec![keys.lease.as_str()])
+            // A member the store turns down joins the waiters, to be woken alone.
+            match command {
+                Command::TakeLease { .. } => (
+                    "take-lease",
+                    "take",
+                    vec![keys.lease.as_str(), keys.waiters.as_str()],
+                ),
+                _ => ("renew-lease", "renew", vec![keys.lease.as_str()]),
+            }
         }
         Command::ReleaseLease { holder, notice } => {
             fields.set_item("holder", holder)?;
@@ -66,7 +74,12 @@ pub(super) fn command_tuple<'py>(
             args.append(&keys.channel)?;
             args.append(notice)?;
             args.append("PUBLISH")?;
-            ("release-lease", "release", vec![keys.lease.as_str()])
+            args.append(&keys.wake)?;
+            (
+                "release-lease",
+                "release",
+                vec![keys.lease.as_str(), keys.waiters.as_str()],
+            )
         }
         Command::Repair { floor } => {
             fields.set_item("floor", floor)?;
