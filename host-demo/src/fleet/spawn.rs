@@ -142,28 +142,17 @@ pub(crate) fn spawn(
         ("--callers", plan.pace(i).1.to_string()),
         ("--pause-ms", plan.pace(i).0.to_string()),
     ];
-    let mut command = match kind {
-        Kind::Node(script) => script_command(
-            "node".as_ref(),
-            script,
-            plan,
-            i,
-            upstream,
-            name,
-            &label,
-            end_ms,
-        ),
-        Kind::Python((python, script)) => script_command(
-            python.as_os_str(),
-            script,
-            plan,
-            i,
-            upstream,
-            name,
-            &label,
-            end_ms,
-        ),
-        Kind::Rust => {
+    // The Node and the Python member share one command line: a program and its script.
+    let script = match kind {
+        Kind::Node(script) => Some((std::ffi::OsStr::new("node"), script)),
+        Kind::Python((python, script)) => Some((python.as_os_str(), script)),
+        Kind::Rust => None,
+    };
+    let mut command = match script {
+        Some((program, script)) => {
+            script_command(program, script, plan, i, upstream, name, &label, end_ms)
+        }
+        None => {
             let mut c = Command::new(std::env::current_exe()?);
             c.arg("fleet-member");
             for (flag, value) in &args {
