@@ -3,7 +3,7 @@ it calls an upstream at a steady rate through one breaker joined to the fleet, a
 what it saw as JSON lines. Its command line and its lines are the Node member's
 (js/examples/fleet-member.mjs), so one driver runs both:
 
-    python fleet_member.py <redis-url> <fleet-name> <upstream-url> <quorum> <key> <label> \\
+    python fleet_member.py <redis-url[,node-url...]> <fleet-name> <upstream-url> <quorum> <key> <label> \\
         <rate-per-s> <duration-s> [--cooldown-ms=5000 --failure-threshold=5 --probes=1
         --required-successes=2 --call-timeout-ms=1000 --member=<name>]
 
@@ -88,7 +88,10 @@ def main(argv: List[str]) -> None:
 
     store = None
     if fleet_on:
-        store = FleetStore.connect(redis_url, key=None if key == "-" else key, member=flags.get("member"))
+        # Commas: a Redis Cluster's node URLs, as the Node member takes them.
+        urls = redis_url.split(",")
+        where = {"nodes": urls} if len(urls) > 1 else {"url": redis_url}
+        store = FleetStore.connect(**where, key=None if key == "-" else key, member=flags.get("member"))
         fleet = store.join(name, breaker)
         fleet.ready(5.0)
     out({"type": "start", "member": None, "fleet": fleet_on, "quorum": None})

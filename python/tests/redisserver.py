@@ -48,13 +48,13 @@ def accepts(port):
 
 
 class RedisServer:
-    def __init__(self, *extra, tls=None):
+    def __init__(self, *extra, tls=None, port=None):
         """``tls``: ``(certificate, key)`` files: it then speaks TLS only (``rediss://``),
-        not asking clients for certificates."""
+        not asking clients for certificates. ``port``: its port, else a free one."""
         self.binary = binary()
         if self.binary is None:
             pytest.fail("redis-server is not installed: apt-get install redis-server (scripts/test.sh does)")
-        self.port = free_port()
+        self.port = port or free_port()
         self.extra = [str(e) for e in extra]
         self.tls = tls is not None
         if self.tls:

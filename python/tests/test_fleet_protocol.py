@@ -289,3 +289,26 @@ def test_random_store_options_are_refused_cleanly_or_accepted():
             pytest.fail(f"{url!r} {options}: {type(error).__name__}: {error}")
         else:
             store.close()
+
+
+def test_a_cluster_s_nodes_are_checked_and_errors_name_them():
+    pytest.importorskip("redis")
+    from tripgate.fleet import FleetStore
+
+    for kwargs, option, kind in [
+        ({}, "url", TypeError),
+        ({"url": "redis://127.0.0.1:1", "nodes": ["redis://127.0.0.1:2"]}, "nodes", ValueError),
+        ({"nodes": "redis://127.0.0.1:1"}, "nodes", TypeError),
+        ({"nodes": []}, "nodes", ValueError),
+        ({"nodes": ["redis://127.0.0.1:1", 7]}, "nodes", TypeError),
+        ({"nodes": ["redis://127.0.0.1:1/2"]}, "nodes", ValueError),
+        ({"nodes": ["unix:///tmp/redis.sock"]}, "nodes", ValueError),
+    ]:
+        with pytest.raises(kind) as caught:
+            FleetStore.connect(**kwargs)
+        assert caught.value.option == option, kwargs
+        assert option in str(caught.value)
+    # Nobody there: accepted, and degraded until a cluster answers.
+    store = FleetStore.connect(nodes=["redis://127.0.0.1:1"], store_timeout=0.05)
+    assert not store.connected
+    store.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 import types
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _native
 from ._errors import option_error
@@ -30,6 +30,7 @@ def load() -> types.ModuleType:
     try:
         import redis  # noqa: PLC0415
         import redis.backoff  # noqa: PLC0415
+        import redis.cluster  # noqa: PLC0415
         import redis.connection  # noqa: PLC0415
         import redis.exceptions  # noqa: PLC0415
         import redis.retry  # noqa: PLC0415
@@ -40,22 +41,42 @@ def load() -> types.ModuleType:
     return redis
 
 
-def check_url(redis: types.ModuleType, url: object) -> None:
+def check_url(redis: types.ModuleType, url: object, option: str = "url") -> None:
     if not isinstance(url, str):
-        raise option_error(TypeError, "url", f"url must be a str such as redis://127.0.0.1:6379, not {type(url).__name__}")
+        raise option_error(TypeError, option, f"{option} must be a str such as redis://127.0.0.1:6379, not {type(url).__name__}")
     try:
         parsed = redis.connection.parse_url(url)
     except ValueError as error:
-        raise option_error(ValueError, "url", f"url {redact(url)!r} does not parse: {error}") from None
+        raise option_error(ValueError, option, f"{option} {redact(url)!r} does not parse: {error}") from None
     db = parsed.get("db", 0)
     if db not in (0, "0"):
         raise option_error(
             ValueError,
-            "url",
-            f"url names database {db}: fleet mode runs on database 0 only (Redis pub/sub "
+            option,
+            f"{option} {redact(url)!r} names database {db}: fleet mode runs on database 0 only (Redis pub/sub "
             "ignores the database, so fleets on two databases would hear each other); give "
             "each environment its own server or fleet names",
         )
+
+
+def check_urls(redis: types.ModuleType, url: object, nodes: Optional[Sequence[str]]) -> List[str]:
+    """The store's URLs: ``[url]``, or a cluster's ``nodes``, each checked."""
+    if nodes is None:
+        if url is None:
+            raise option_error(TypeError, "url", "give url (one Redis) or nodes (a Redis Cluster's node URLs)")
+        check_url(redis, url)
+        return [str(url)]
+    if url is not None:
+        raise option_error(ValueError, "nodes", "give url or nodes, not both")
+    if isinstance(nodes, (str, bytes)) or not isinstance(nodes, Sequence):
+        raise option_error(TypeError, "nodes", f"nodes must be a list of node URLs, not {type(nodes).__name__}")
+    if not nodes:
+        raise option_error(ValueError, "nodes", "nodes must name at least one of the cluster's nodes")
+    for node in nodes:
+        check_url(redis, node, "nodes")
+        if str(node).startswith("unix:"):
+            raise option_error(ValueError, "nodes", f"a cluster's nodes are reached over TCP, not {redact(node)!r}")
+    return [str(node) for node in nodes]
 
 
 def tls_options(url: str, tls_root_cert: object) -> Dict[str, str]:
@@ -81,6 +102,49 @@ def client(redis: types.ModuleType, url: str, timeout: float, tls: Dict[str, str
         health_check_interval=0,
         **tls,
     )
+
+
+def cluster_client(redis: types.ModuleType, urls: List[str], timeout: float, tls: Dict[str, str]) -> Any:
+    """A Redis Cluster client that finds the cluster from ``urls`` and reaches every node
+    with the first URL's user, password and TLS; like ``client``, it never retries, and
+    follows a slot that moved only once."""
+    first = redis.connection.parse_url(urls[0])
+    startup = []
+    for url in urls:
+        parsed = redis.connection.parse_url(url)
+        startup.append(redis.cluster.ClusterNode(parsed.get("host", "127.0.0.1"), parsed.get("port", 6379)))
+    auth = {k: first[k] for k in ("username", "password") if first.get(k)}
+    if urls[0].startswith("rediss://"):
+        auth["ssl"] = True
+    return redis.cluster.RedisCluster(
+        startup_nodes=startup,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
+        health_check_interval=0,
+        **auth,
+        **tls,
+    )
+
+
+def node_client(redis: types.ModuleType, cluster: Any, channel: str, timeout: float, tls: Dict[str, str], url: str) -> Any:
+    """A plain client of the master serving ``channel``'s slot (for its sharded pub/sub),
+    with the first URL's user, password and TLS."""
+    node = cluster.get_node_from_key(channel)
+    first = redis.connection.parse_url(url)
+    auth = {k: first[k] for k in ("username", "password") if first.get(k)}
+    if url.startswith("rediss://"):
+        auth["ssl"] = True
+    return redis.Redis(
+        host=node.host,
+        port=node.port,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
+        health_check_interval=0,
+        **auth,
+        **tls,
+    ), node.name
 
 
 def run(redis: types.ModuleType, client: Any, call: Call) -> Any:

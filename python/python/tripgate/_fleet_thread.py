@@ -1,8 +1,9 @@
 """A fleet store's thread: it tells each member what happened (the store up or down, a
 message, a reply, the breaker's wake-up, a deadline), runs the one Redis call the member
 asks for at a time, and sleeps in ``select`` until something happens. It holds the
-store's two connections (commands, pub/sub); nothing else touches them. Every decision is
-the member protocol's (``tripgate._native.FleetMember``)."""
+store's connections (commands, and pub/sub: one, or on a Redis Cluster one per master
+that serves a fleet's slot, for its sharded channels); nothing else touches them. Every
+decision is the member protocol's (``tripgate._native.FleetMember``)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ _slots = itertools.count(1)
 class Entry:
     """A member as the thread keeps it."""
 
-    __slots__ = ("slot", "name", "member", "channel", "own", "scheduled", "subscribing", "left", "ready")
+    __slots__ = ("slot", "name", "member", "channel", "own", "pubsub", "scheduled", "subscribing", "left", "ready")
 
     def __init__(self, name: str, member: _native.FleetMember) -> None:
         self.slot = next(_slots)
@@ -34,6 +35,8 @@ class Entry:
         self.channel = member.keys["channel"].encode()
         # Its own channel, where a holder's release wakes it alone.
         self.own = member.keys["own_channel"].encode()
+        # The pub/sub connection its channels are subscribed on, this session.
+        self.pubsub: Any = None
         self.scheduled: Optional[int] = None
         # When the subscription's confirmation is due (the adapter's ns), while waited for.
         self.subscribing: Optional[int] = None
@@ -47,10 +50,17 @@ class StoreThread:
     from anywhere."""
 
     def __init__(
-        self, redis: types.ModuleType, url: str, tls: Dict[str, str], timeout_ns: int, backoff: _native.FleetBackoff
+        self,
+        redis: types.ModuleType,
+        urls: List[str],
+        cluster: bool,
+        tls: Dict[str, str],
+        timeout_ns: int,
+        backoff: _native.FleetBackoff,
     ) -> None:
         self._redis = redis
-        self._url = url
+        self._urls = urls
+        self._cluster = cluster
         self._tls = tls
         self._timeout_ns = timeout_ns
         self._backoff = backoff
@@ -61,8 +71,9 @@ class StoreThread:
         self._timers: List[Tuple[int, int, Entry]] = []
         self._seq = itertools.count()
         self._client: Any = None
-        self._pubsub: Any = None
-        self._pubsub_sock: Any = None
+        # Pub/sub connections by node ("" for a single server), and the socket each reads.
+        self._pubsubs: Dict[str, Any] = {}
+        self._socks: Dict[int, Any] = {}
         self.up = False
         self._retry_at = 0
         self.connects = 0
@@ -154,7 +165,12 @@ class StoreThread:
         if not self.up:
             return
         try:
-            self._pubsub.unsubscribe(entry.channel, entry.own)
+            pubsub, entry.pubsub = entry.pubsub, None
+            if pubsub is not None:
+                if self._cluster:
+                    pubsub.sunsubscribe(entry.channel, entry.own)
+                else:
+                    pubsub.unsubscribe(entry.channel, entry.own)
             if release is not None:
                 _fleet_redis.run(self._redis, self._client, release[2])
         except Exception as error:  # noqa: BLE001 - its last words: nobody waits for them
@@ -180,12 +196,14 @@ class StoreThread:
         redis = self._redis
         timeout = self._timeout_ns / 1e9
         try:
-            self._client = _fleet_redis.client(redis, self._url, timeout, self._tls)
+            if self._cluster:
+                self._client = _fleet_redis.cluster_client(redis, self._urls, timeout, self._tls)
+            else:
+                self._client = _fleet_redis.client(redis, self._urls[0], timeout, self._tls)
             self._client.ping()
         except Exception as error:  # noqa: BLE001 - any failure is the store down
             self._down(error)
             return
-        self._pubsub = self._client.pubsub()
         self.up = True
         self.connects += 1
         self._backoff.up(time.monotonic_ns())
@@ -196,18 +214,41 @@ class StoreThread:
         if not self.up:
             return
         try:
-            # One SUBSCRIBE: the first confirmation means the store holds both.
-            self._pubsub.subscribe(entry.channel, entry.own)
+            pubsub = self._pubsub_for(entry)
+            # One (S)SUBSCRIBE: the first confirmation means the store holds both.
+            if self._cluster:
+                pubsub.ssubscribe(entry.channel, entry.own)
+            else:
+                pubsub.subscribe(entry.channel, entry.own)
         except Exception as error:  # noqa: BLE001
             self._lost(error)
             return
+        entry.pubsub = pubsub
         entry.subscribing = time.monotonic_ns() + self._timeout_ns
-        sock = getattr(self._pubsub.connection, "_sock", None)
-        if sock is not None and sock is not self._pubsub_sock:
-            if self._pubsub_sock is not None:
-                self._selector.unregister(self._pubsub_sock)
+        sock = getattr(pubsub.connection, "_sock", None)
+        known = self._socks.get(id(pubsub))
+        if sock is not None and sock is not known:
+            if known is not None:
+                self._selector.unregister(known)
             self._selector.register(sock, selectors.EVENT_READ, "pubsub")
-            self._pubsub_sock = sock
+            self._socks[id(pubsub)] = sock
+
+    def _pubsub_for(self, entry: Entry) -> Any:
+        """The pub/sub connection for ``entry``'s channels: the store's one, or on a
+        cluster the one to the master serving its slot (made on first use)."""
+        if not self._cluster:
+            node = ""
+            if node not in self._pubsubs:
+                self._pubsubs[node] = self._client.pubsub()
+            return self._pubsubs[node]
+        timeout = self._timeout_ns / 1e9
+        channel = entry.channel.decode()
+        client, node = _fleet_redis.node_client(self._redis, self._client, channel, timeout, self._tls, self._urls[0])
+        if node in self._pubsubs:
+            client.close()
+        else:
+            self._pubsubs[node] = client.pubsub()
+        return self._pubsubs[node]
 
     def _subscriptions_due(self, now: int) -> None:
         for entry in list(self._members.values()):
@@ -216,28 +257,34 @@ class StoreThread:
                 return
 
     def _pump(self) -> None:
-        """Every message the pub/sub connection holds (buffered ones included, so that the
+        """Every message the pub/sub connections hold (buffered ones included, so that the
         select that follows waits only for new ones). A message is read only once some of
-        it is there, and then within ``store_timeout``: a long one may arrive in parts."""
-        while self.up and self._pubsub is not None and self._pubsub_sock is not None:
-            try:
-                if not self._pubsub.connection.can_read(timeout=0):
+        it is there, and then within ``store_timeout``: a long one may arrive in parts. A
+        connection that broke (a killed server or slot master) ends the session at once."""
+        for pubsub in list(self._pubsubs.values()):
+            while self.up and id(pubsub) in self._socks:
+                try:
+                    if not pubsub.connection.can_read(timeout=0):
+                        break
+                    message = pubsub.get_message(timeout=self._timeout_ns / 1e9)
+                except Exception as error:  # noqa: BLE001
+                    self._lost(error)
                     return
-                message = self._pubsub.get_message(timeout=self._timeout_ns / 1e9)
-            except Exception as error:  # noqa: BLE001
-                self._lost(error)
-                return
-            if message is None:
-                return
-            entry = self._channels.get(message.get("channel"))
-            if entry is None:
-                continue
-            kind = message.get("type")
-            if kind == "message":
-                self._step(entry, "message", message["data"])
-            elif kind == "subscribe" and entry.subscribing is not None and message.get("channel") == entry.channel:
-                entry.subscribing = None
-                self._step(entry, "up")
+                if message is None:
+                    break
+                entry = self._channels.get(message.get("channel"))
+                if entry is None:
+                    continue
+                kind = message.get("type")
+                if kind in ("message", "smessage"):
+                    self._step(entry, "message", message["data"])
+                elif (
+                    kind in ("subscribe", "ssubscribe")
+                    and entry.subscribing is not None
+                    and message.get("channel") == entry.channel
+                ):
+                    entry.subscribing = None
+                    self._step(entry, "up")
 
     def _lost(self, error: BaseException) -> None:
         """The session is over: every member decides locally, and the store is tried again
@@ -258,19 +305,21 @@ class StoreThread:
 
     def _drop(self) -> None:
         self.up = False
-        if self._pubsub_sock is not None:
+        for sock in self._socks.values():
             try:
-                self._selector.unregister(self._pubsub_sock)
+                self._selector.unregister(sock)
             except (KeyError, ValueError):
                 pass
-            self._pubsub_sock = None
-        for closing in (self._pubsub, self._client):
+        self._socks.clear()
+        for closing in (*self._pubsubs.values(), self._client):
             if closing is not None:
                 try:
                     closing.close()
                 except Exception:  # noqa: BLE001, S110 - closed already, or never opened
                     pass
-        self._pubsub = None
+        self._pubsubs.clear()
+        for entry in self._members.values():
+            entry.pubsub = None
         self._client = None
 
     # ---- members -----------------------------------------------------------------------

@@ -28,7 +28,7 @@ import dataclasses
 import secrets
 import threading
 import types
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set
 
 from . import _fleet_redis, _native
 from ._errors import option_error
@@ -127,8 +127,9 @@ class FleetStore:
     @classmethod
     def connect(
         cls,
-        url: str,
+        url: Optional[str] = None,
         *,
+        nodes: Optional[Sequence[str]] = None,
         key: Optional[bytes | str] = None,
         member: Optional[str] = None,
         reconcile_interval: Optional[float] = None,
@@ -142,6 +143,10 @@ class FleetStore:
 
         - ``url``: ``redis://[user:password@]host:port``, ``rediss://…`` (TLS) or
           ``unix:///path``; database 0 only.
+        - ``nodes``: instead of ``url``, a Redis Cluster's node URLs (any of its nodes; the
+          first one's user, password and TLS reach every node). A fleet's keys and
+          channels share its name's slot, and its events go over sharded pub/sub
+          (``SSUBSCRIBE``, ``SPUBLISH``) on that slot's master.
         - ``key``: the shared HMAC key (bytes or str, at least 16 bytes): messages and
           votes are signed, and unsigned or forged ones ignored.
         - ``member``: this process's stable name (a pod or host name), from which its
@@ -151,8 +156,8 @@ class FleetStore:
         - ``tls_root_cert``: for ``rediss://``, the PEM certificate (str or bytes) of the
           CA that signed the server's, when the system's roots do not trust it."""
         redis = _fleet_redis.load()
-        _fleet_redis.check_url(redis, url)
-        tls = _fleet_redis.tls_options(url, tls_root_cert)
+        urls = _fleet_redis.check_urls(redis, url, nodes)
+        tls = _fleet_redis.tls_options(urls[0], tls_root_cert)
         options = _native.fleet_options(
             reconcile_interval=reconcile_interval,
             store_timeout=store_timeout,
@@ -160,12 +165,22 @@ class FleetStore:
             key=key,
             member=member,
         )
-        return cls(redis, url, options, tls, _token=_TOKEN)
+        return cls(redis, urls, nodes is not None, options, tls, _token=_TOKEN)
 
-    def __init__(self, redis: types.ModuleType, url: str, options: Dict[str, Any], tls: Dict[str, str], *, _token: object = None) -> None:
+    def __init__(
+        self,
+        redis: types.ModuleType,
+        urls: List[str],
+        cluster: bool,
+        options: Dict[str, Any],
+        tls: Dict[str, str],
+        *,
+        _token: object = None,
+    ) -> None:
         if _token is not _TOKEN:
             raise TypeError("use FleetStore.connect(url, ...)")
-        self._url = url
+        self._url = ",".join(urls)
+        self._cluster = cluster
         self._key = options["key"]
         # Without a stable name, a random id (never all zeros: the wire's ids are not 0).
         self.member_id: str = options["member_id"] or secrets.token_hex(8).replace("0000000000000000", "0000000000000001")
@@ -174,7 +189,7 @@ class FleetStore:
         self._names_lock = threading.Lock()
         self._closed = False
         backoff = _native.FleetBackoff(options["max_backoff_ns"], int(self.member_id, 16))
-        self._thread = StoreThread(redis, url, tls, options["store_timeout_ns"], backoff)
+        self._thread = StoreThread(redis, urls, cluster, tls, options["store_timeout_ns"], backoff)
 
     @property
     def last_error(self) -> Optional[str]:
@@ -206,7 +221,9 @@ class FleetStore:
                     "name",
                     f"this store has a member of fleet {name!r} already (one breaker per fleet and process)",
                 )
-            member = _native.FleetMember(breaker, name, self.member_id, self._reconcile_ns, self._key)
+            member = _native.FleetMember(
+                breaker, name, self.member_id, self._reconcile_ns, self._key, sharded=self._cluster
+            )
             member.join(self._thread.waker)
             self._names.add(name)
         entry = Entry(name, member)

@@ -76,6 +76,8 @@ pub struct FleetMember {
     stepper: Mutex<Stepper>,
     key: Option<SharedKey>,
     keys: Keys,
+    /// On a Redis Cluster: its scripts publish with `SPUBLISH`.
+    sharded: bool,
     name: String,
     member: u64,
     /// In the fleet: held while the protocol steps, so that leaving (which makes the
@@ -186,7 +188,7 @@ impl FleetMember {
     /// reading its fleet back every `reconcile_interval_ns`, signing with `key` (at least
     /// 16 bytes) or unsigned. The breaker must have `fleet_quorum`.
     #[new]
-    #[pyo3(signature = (breaker, name, member_id, reconcile_interval_ns, key = None))]
+    #[pyo3(signature = (breaker, name, member_id, reconcile_interval_ns, key = None, *, sharded = false))]
     fn new(
         py: Python<'_>,
         breaker: Bound<'_, Breaker>,
@@ -194,6 +196,7 @@ impl FleetMember {
         member_id: &Bound<'_, PyAny>,
         reconcile_interval_ns: u64,
         key: Option<&Bound<'_, PyAny>>,
+        sharded: bool,
     ) -> PyResult<Self> {
         fleet_name(py, &name)?;
         let member = member_of(py, member_id)?;
@@ -230,6 +233,7 @@ impl FleetMember {
                 command: None,
             }),
             key,
+            sharded,
             name,
             member,
             joined: Mutex::new(false),
@@ -363,7 +367,7 @@ impl FleetMember {
         drop(stepper);
         drop(joined);
         command
-            .map(|c| command_tuple(py, &self.keys, &c))
+            .map(|c| command_tuple(py, &self.keys, self.sharded, &c))
             .transpose()
     }
 
@@ -381,7 +385,7 @@ impl FleetMember {
         self.publish_seen(&stepper.protocol);
         drop(stepper);
         command
-            .map(|c| command_tuple(py, &self.keys, &c))
+            .map(|c| command_tuple(py, &self.keys, self.sharded, &c))
             .transpose()
     }
 

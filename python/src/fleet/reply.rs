@@ -12,12 +12,16 @@ use super::wire::bytes_of;
 
 /// A command as the adapter runs it: `(kind, fields, (script, keys, args))`, with `kind`
 /// and `fields` as the protocol vectors spell them, and the Redis call: a script of
-/// `fleet_scripts()` by name (run with `EVALSHA`), or `INCR`.
+/// `fleet_scripts()` by name (run with `EVALSHA`), or `INCR`. `sharded`: the store is a
+/// Redis Cluster, where the scripts publish with `SPUBLISH` (the channels share the keys'
+/// slot).
 pub(super) fn command_tuple<'py>(
     py: Python<'py>,
     keys: &Keys,
+    sharded: bool,
     command: &Command,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    let publish = if sharded { "SPUBLISH" } else { "PUBLISH" };
     let fields = PyDict::new(py);
     let args = PyList::empty(py);
     let (kind, script, script_keys): (&str, &str, Vec<&str>) = match command {
@@ -41,7 +45,7 @@ pub(super) fn command_tuple<'py>(
             args.append(&keys.channel)?;
             args.append(line)?;
             args.append(expire_ms.unwrap_or(0))?;
-            args.append("PUBLISH")?;
+            args.append(publish)?;
             (
                 "publish",
                 "publish",
@@ -73,7 +77,7 @@ pub(super) fn command_tuple<'py>(
             args.append(holder)?;
             args.append(&keys.channel)?;
             args.append(notice)?;
-            args.append("PUBLISH")?;
+            args.append(publish)?;
             args.append(&keys.wake)?;
             (
                 "release-lease",
