@@ -9,6 +9,12 @@
 //! remembers the version it read, and `swap` writes only if the key still has it. A
 //! deleted key keeps a tombstone with its own version, so a handle that read "absent"
 //! cannot succeed after a write and a delete in between.
+//!
+//! [`KeyValue::spin`] makes a store that behaves as Spin's default one does (its
+//! `key-value-spin` crate over SQLite): only the labels granted in the manifest
+//! (`key_value_stores`) open, any other is `access-denied`; a `swap` compares values,
+//! not versions, and a `swap` on a handle that read "absent" is an upsert that always
+//! succeeds; counters are 8-byte little-endian integers.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -60,8 +66,20 @@ pub struct KvStats {
     pub conflicts: u64,
 }
 
+/// How `open`, `swap` and `increment` behave.
+#[derive(Clone, Debug, Default)]
+enum Semantics {
+    /// Any label opens; swaps compare versions.
+    #[default]
+    Versioned,
+    /// Spin's default store: these labels open; swaps compare values, and one on an
+    /// absent key always writes.
+    Spin { granted: Vec<String> },
+}
+
 #[derive(Default)]
 struct Shared {
+    semantics: Semantics,
     entries: Mutex<HashMap<(String, String), Entry>>,
     version: AtomicU64,
     reads: AtomicU64,
@@ -80,6 +98,19 @@ pub struct KeyValue {
 impl KeyValue {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store with the semantics of Spin's default one, in which a component may open
+    /// the `granted` labels only.
+    pub fn spin(granted: &[&str]) -> Self {
+        KeyValue {
+            shared: Arc::new(Shared {
+                semantics: Semantics::Spin {
+                    granted: granted.iter().map(|&label| label.to_owned()).collect(),
+                },
+                ..Shared::default()
+            }),
+        }
     }
 
     /// The value under `key` in `bucket`.
@@ -176,6 +207,11 @@ fn table_error(error: wasmtime::component::ResourceTableError) -> store::Error {
 impl store::Host for KvView<'_> {
     fn open(&mut self, identifier: String) -> Result<Resource<Bucket>, store::Error> {
         self.kv.check()?;
+        if let Semantics::Spin { granted } = &self.kv.shared.semantics {
+            if !granted.contains(&identifier) {
+                return Err(store::Error::AccessDenied);
+            }
+        }
         self.table
             .push(Bucket { name: identifier })
             .map_err(table_error)
@@ -257,11 +293,15 @@ impl atomics::Host for KvView<'_> {
         self.kv.check()?;
         let name = self.table.get(&bucket).map_err(table_error)?.name.clone();
         let mut entries = self.kv.entries();
+        let spin = matches!(self.kv.shared.semantics, Semantics::Spin { .. });
         let current = match entries
             .get(&(name.clone(), key.clone()))
             .and_then(|e| e.value.as_ref())
         {
             None => 0,
+            Some(bytes) if spin => <[u8; 8]>::try_from(bytes.as_slice())
+                .map(i64::from_le_bytes)
+                .map_err(|_| store::Error::Other(format!("`{key}` does not hold a number")))?,
             Some(bytes) => std::str::from_utf8(bytes)
                 .ok()
                 .and_then(|text| text.parse::<i64>().ok())
@@ -275,7 +315,11 @@ impl atomics::Host for KvView<'_> {
             (name, key),
             Entry {
                 version,
-                value: Some(sum.to_string().into_bytes()),
+                value: Some(if spin {
+                    sum.to_le_bytes().to_vec()
+                } else {
+                    sum.to_string().into_bytes()
+                }),
             },
         );
         self.kv.shared.writes.fetch_add(1, Ordering::Relaxed);
@@ -302,7 +346,13 @@ impl atomics::Host for KvView<'_> {
             entries.insert(place.clone(), Entry { version, value });
         }
         let now = entries.get(&place).cloned();
-        if now.as_ref().map_or(0, |entry| entry.version) != handle.version {
+        let current = now.as_ref().and_then(|entry| entry.value.as_ref());
+        let stale = match &self.kv.shared.semantics {
+            Semantics::Versioned => now.as_ref().map_or(0, |entry| entry.version) != handle.version,
+            // `UPDATE … WHERE value = old`, or an upsert when the handle read nothing.
+            Semantics::Spin { .. } => handle.value.is_some() && current != handle.value.as_ref(),
+        };
+        if stale {
             self.kv.shared.conflicts.fetch_add(1, Ordering::Relaxed);
             let (bucket, key) = place;
             let newest = CasHandle {

@@ -11,6 +11,7 @@ pub mod client;
 pub mod clock;
 pub mod kv;
 pub mod server;
+pub mod spin;
 
 pub use clock::FakeClock;
 pub use kv::{KeyValue, KvStats};

@@ -111,19 +111,25 @@ fn bench(args: &[String]) -> Result<()> {
     }
     let upstream = upstream()?;
     let runtime = Runtime::new()?;
+    let route = format!("/=http://{upstream}");
     let env = [
-        ("TRIPGATE_UPSTREAMS", format!("/=http://{upstream}")),
-        ("TRIPGATE_TIMEOUT_MS", "1000".into()),
-        ("TRIPGATE_COSTS", "1".into()),
+        ("TRIPGATE_UPSTREAMS", route.as_str()),
+        ("TRIPGATE_TIMEOUT_MS", "1000"),
     ];
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let start = |handler| {
+    let start = |handler, costs: bool| {
+        let mut env = env.to_vec();
+        if costs {
+            env.push(("TRIPGATE_COSTS", "1"));
+        }
         let mut options = Options::new(handler, &env);
         options.kv = KeyValue::new();
         Server::start(&runtime, options)
     };
-    let guard = start(Handler::Guard)?;
-    let bare = start(Handler::Bare)?;
+    // The latencies are the guard's as deployed; a third server, the guard with
+    // `TRIPGATE_COSTS=1` (its clock reads and header cost a little), gives the steps.
+    let guard = start(Handler::Guard, false)?;
+    let bare = start(Handler::Bare, false)?;
+    let costed = start(Handler::Guard, true)?;
     println!(
         "guard (composed, {} bytes) and bare handler ({} bytes), one instance per request; upstream answers 200 at once",
         tripgate_edge::GUARD.len(),
@@ -131,25 +137,28 @@ fn bench(args: &[String]) -> Result<()> {
     );
 
     // Warm up both (connections, caches), then alternate rounds so drift hits both.
-    for server in [&guard, &bare] {
+    for server in [&guard, &bare, &costed] {
         sequential(server.addr(), 200)?;
     }
     let snapshot = |server: &Server| {
         let stats = server.stats();
-        (
+        [
             stats.instances.load(Ordering::Relaxed),
             stats.instantiate_ns.load(Ordering::Relaxed),
             stats.handle_ns.load(Ordering::Relaxed),
-        )
+            stats.dispose_ns.load(Ordering::Relaxed),
+        ]
     };
     let (g0, b0) = (snapshot(&guard), snapshot(&bare));
     let rounds = 10;
     let per_round = (bench.requests / rounds).max(1);
     let (mut guard_lat, mut bare_lat, mut costs) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
-        let answers = sequential(guard.addr(), per_round)?;
-        costs.extend(answers.iter().filter_map(|(_, cost)| *cost));
-        guard_lat.extend(answers.into_iter().map(|(latency, _)| latency));
+        guard_lat.extend(
+            sequential(guard.addr(), per_round)?
+                .into_iter()
+                .map(|(l, _)| l),
+        );
         bare_lat.extend(
             sequential(bare.addr(), per_round)?
                 .into_iter()
@@ -157,12 +166,20 @@ fn bench(args: &[String]) -> Result<()> {
         );
     }
     let (g1, b1) = (snapshot(&guard), snapshot(&bare));
-    let per = |a: (u64, u64, u64), b: (u64, u64, u64)| {
-        let n = (b.0 - a.0).max(1) as f64;
-        ((b.1 - a.1) as f64 / n / 1e3, (b.2 - a.2) as f64 / n / 1e3)
+    for _ in 0..rounds {
+        costs.extend(
+            sequential(costed.addr(), per_round)?
+                .into_iter()
+                .filter_map(|(_, cost)| cost),
+        );
+    }
+    // Means per instance, µs: instantiation, `handle`, disposal.
+    let per = |a: [u64; 4], b: [u64; 4]| {
+        let n = (b[0] - a[0]).max(1) as f64;
+        [1, 2, 3].map(|i| (b[i] - a[i]) as f64 / n / 1e3)
     };
-    let (gi, gh) = per(g0, g1);
-    let (bi, bh) = per(b0, b1);
+    let [gi, gh, gd] = per(g0, g1);
+    let [bi, bh, bd] = per(b0, b1);
     println!(
         "\none request at a time, {} requests each, {rounds} alternating rounds (µs):",
         per_round * rounds
@@ -197,9 +214,13 @@ fn bench(args: &[String]) -> Result<()> {
         "  handle, mean       {gh:>10.1} {bh:>9.1} {:>+10.1}",
         gh - bh
     );
+    println!(
+        "  dispose, mean      {gd:>10.1} {bd:>9.1} {:>+10.1}",
+        gd - bd
+    );
     let step = |i: usize| mean(&costs.iter().map(|c: &[f64; 3]| c[i]).collect::<Vec<_>>());
     println!(
-        "  inside the guard's handler (x-tripgate-cost, mean): load {:.1}, acquire {:.1}, record and write {:.1}",
+        "  inside the guard's handler (TRIPGATE_COSTS=1, x-tripgate-cost, mean): load {:.1}, acquire {:.1}, record and write {:.1}",
         step(0),
         step(1),
         step(2)

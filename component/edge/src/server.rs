@@ -5,6 +5,7 @@
 //! key-value store of [`crate::kv`].
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,12 +20,17 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::sync::oneshot;
 use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Engine, Store};
+use wasmtime::{
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store,
+};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_http::{
+    Error as HttpError, RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks,
+    WasiHttpView,
+};
 
 use crate::clock::FakeClock;
 use crate::kv::{KeyValue, KvView};
@@ -48,7 +54,9 @@ pub enum Handler {
 impl Runtime {
     /// Compiles the embedded components ([`crate::GUARD`], [`crate::BARE`]).
     pub fn new() -> Result<Self> {
-        let engine = Engine::default();
+        let engine = Engine::new(&engine_config())
+            .map_err(anyhow::Error::from)
+            .context("configuring wasmtime")?;
         let guard = Component::new(&engine, crate::GUARD)
             .map_err(anyhow::Error::from)
             .context("compiling the guard")?;
@@ -93,6 +101,42 @@ impl Runtime {
     }
 }
 
+/// wasmtime's defaults but for where instances live. A pool of instance slots, each reused
+/// rather than mapped anew per request; the pages an instance wrote reset in place (found
+/// with `PAGEMAP_SCAN` where the kernel has it) rather than handed back to the kernel; and
+/// bounds checks in the code instead of guard regions, so that neither instantiating nor
+/// growing a memory changes page protections. A request's instance then makes no `mmap`,
+/// `mprotect` or `munmap` call (each of which, in a process whose threads run on several
+/// cores, interrupts the others to flush their TLBs). The composed guard has two linear
+/// memories, the handler's and the breaker's: without this, its second instance paid
+/// those calls on every request.
+fn engine_config() -> Config {
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(MAX_INSTANCES)
+        .total_core_instances(MAX_INSTANCES * 8)
+        .total_memories(MAX_INSTANCES * 2)
+        .total_tables(MAX_INSTANCES * 2)
+        .max_memory_size(MAX_MEMORY)
+        .linear_memory_keep_resident(KEEP_RESIDENT)
+        .table_keep_resident(KEEP_RESIDENT)
+        .pagemap_scan(Enabled::Auto);
+    let mut config = Config::new();
+    config
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
+        .signals_based_traps(false)
+        .memory_guard_size(0)
+        .memory_reservation(MAX_MEMORY as u64);
+    config
+}
+
+/// Requests a server's engine serves at once; one more is a 500 that says the pool is
+/// exhausted.
+pub const MAX_INSTANCES: u32 = 256;
+/// The most a linear memory can grow to.
+const MAX_MEMORY: usize = 256 << 20;
+/// How much of a memory or table is reset in place rather than decommitted.
+const KEEP_RESIDENT: usize = 4 << 20;
+
 /// What a server is started with.
 #[derive(Clone)]
 pub struct Options {
@@ -106,6 +150,10 @@ pub struct Options {
     pub kv: KeyValue,
     /// Scripted time for the instances' clocks; `None`: the host's clocks.
     pub clock: Option<FakeClock>,
+    /// The origins (`http://host:port`) the guest may call, as Spin's
+    /// `allowed_outbound_hosts`: a request to any other fails with `HTTP-request-denied`
+    /// before it leaves. `None`: any.
+    pub allowed_outbound: Option<Arc<Vec<String>>>,
 }
 
 impl Options {
@@ -120,6 +168,7 @@ impl Options {
                 .collect(),
             kv: KeyValue::new(),
             clock: None,
+            allowed_outbound: None,
         }
     }
 }
@@ -133,6 +182,9 @@ pub struct ServerStats {
     pub instantiate_ns: AtomicU64,
     /// Total time from the call of `handle` to its return, ns.
     pub handle_ns: AtomicU64,
+    /// Total time spent dropping the stores (resetting the instances' memories for the
+    /// next request), ns: after the answer, but on a core the next request may need.
+    pub dispose_ns: AtomicU64,
     /// Requests whose instance trapped or failed to instantiate.
     pub failures: AtomicU64,
 }
@@ -157,6 +209,44 @@ struct Instance {
     http: WasiHttpCtx,
     table: ResourceTable,
     kv: KeyValue,
+    outbound: Outbound,
+}
+
+/// The guest's outgoing calls: wasmtime-wasi-http's own client, behind an allow-list.
+struct Outbound {
+    allowed: Option<Arc<Vec<String>>>,
+}
+
+impl WasiHttpHooks for Outbound {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ) -> Box<
+        dyn Future<
+                Output = Result<
+                    (
+                        http::Response<WasiBody>,
+                        Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+                    ),
+                    HttpError,
+                >,
+            > + Send,
+    > {
+        let uri = request.uri();
+        let origin = format!(
+            "{}://{}",
+            uri.scheme_str().unwrap_or("http"),
+            uri.authority().map_or("", |a| a.as_str())
+        );
+        if let Some(allowed) = &self.allowed {
+            if !allowed.contains(&origin) {
+                return Box::new(async { Err(HttpError::HttpRequestDenied) });
+            }
+        }
+        wasmtime_wasi_http::default_hooks().send_request(request, options, fut)
+    }
 }
 
 impl WasiView for Instance {
@@ -173,7 +263,7 @@ impl WasiHttpView for Instance {
         WasiHttpCtxView {
             ctx: &mut self.http,
             table: &mut self.table,
-            hooks: Default::default(),
+            hooks: &mut self.outbound,
         }
     }
 }
@@ -317,6 +407,9 @@ impl Serving {
                 http: WasiHttpCtx::new(),
                 table: ResourceTable::new(),
                 kv: self.options.kv.clone(),
+                outbound: Outbound {
+                    allowed: self.options.allowed_outbound.clone(),
+                },
             },
         );
         let (sender, receiver) = oneshot::channel();
@@ -338,6 +431,9 @@ impl Serving {
                 .call_handle(&mut store, request, out)
                 .await;
             add(&serving.stats.handle_ns, instantiated.elapsed());
+            let disposing = Instant::now();
+            drop(store);
+            add(&serving.stats.dispose_ns, disposing.elapsed());
             result
         });
         match receiver.await {

@@ -24,6 +24,9 @@ pub enum Sent {
     Timeout,
     /// The connection could not be made, was refused, or broke.
     Connection(String),
+    /// The host did not let the call leave (its outbound allow-list: Spin's
+    /// `allowed_outbound_hosts`, say). Nothing about the upstream: not an outcome.
+    Denied,
     /// Anything else (a protocol error, a host refusal).
     Failure(String),
 }
@@ -166,6 +169,15 @@ fn write_body(body: OutgoingBody, bytes: &[u8]) -> Result<(), String> {
     OutgoingBody::finish(body, None).map_err(|code| format!("{code:?}"))
 }
 
+/// What a 502 says when the host denied the call.
+pub fn denied(upstream: &Upstream) -> String {
+    format!(
+        "tripgate: the host denied the call to {0} (HTTP-request-denied): allow {1}://{0} in its outbound list (Spin: `allowed_outbound_hosts`)",
+        upstream.authority,
+        if upstream.https { "https" } else { "http" }
+    )
+}
+
 /// The core's classes of failure, from the host's error codes.
 fn classify(code: ErrorCode) -> Sent {
     match code {
@@ -186,6 +198,7 @@ fn classify(code: ErrorCode) -> Sent {
         | ErrorCode::TlsCertificateError
         | ErrorCode::TlsAlertReceived(_)
         | ErrorCode::HttpResponseIncomplete => Sent::Connection(format!("{code:?}")),
+        ErrorCode::HttpRequestDenied => Sent::Denied,
         other => Sent::Failure(format!("{other:?}")),
     }
 }

@@ -4,7 +4,11 @@
 //! upstream's authority from the store, decides, and writes back with compare-and-swap:
 //!
 //! 1. **Admission.** Read the value, restore, `acquire`. A plain admission in a closed
-//!    breaker changes nothing another instance needs, so nothing is written. An admission
+//!    breaker changes nothing another instance needs, so nothing is written, unless
+//!    nothing is stored yet: then the fresh state is written first, so that every
+//!    outcome's write is conditional on a value that exists. (On a store whose swap on an
+//!    absent key is a plain upsert, as Spin's default store's is, two first requests
+//!    would otherwise overwrite each other's outcomes.) An admission
 //!    that caused transitions or is a half-open probe is written *before* the call: on a
 //!    conflict the guard reads again and decides again (no call has been made yet). The
 //!    export of a half-open breaker with its probe out reads as open until that probe
@@ -25,7 +29,9 @@
 //!
 //! A store that fails (cannot open, read or write) leaves the guard deciding with a
 //! fresh breaker it does not keep: the guard fails open rather than refusing traffic
-//! because of its own bookkeeping.
+//! because of its own bookkeeping, and says so in `x-tripgate-unguarded` with the
+//! store's error (a bucket the host does not grant is `access denied`). A call the host
+//! denies (`HTTP-request-denied`) is no outcome of the upstream's: it is not recorded.
 
 use wasip2::clocks::monotonic_clock;
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
@@ -53,14 +59,23 @@ pub fn guarded(
     let config = config(&settings.breaker);
     let started = monotonic_clock::now();
     // Fails open: without a store the breaker is this request's alone.
-    let place = Place::open(&settings.bucket, &upstream.authority).ok();
+    let (place, mut unguarded) = match Place::open(&settings.bucket, &upstream.authority) {
+        Ok(place) => (Some(place), None),
+        Err(problem) => (None, Some(problem)),
+    };
 
     let mut loaded = None;
     let mut attempt = 0;
-    let (breaker, permit, seen) = loop {
+    let (breaker, permit, seen, held) = loop {
         attempt += 1;
         let now = monotonic_clock::now();
-        let read = place.as_ref().and_then(|place| place.read().ok());
+        let read = place.as_ref().and_then(|place| match place.read() {
+            Ok(read) => Some(read),
+            Err(problem) => {
+                unguarded = Some(format!("reading the breaker's state: {problem}"));
+                None
+            }
+        });
         let restored = state::restore(read.as_ref().and_then(|r| r.value.as_deref()), &config, now);
         loaded.get_or_insert_with(monotonic_clock::now);
         let breaker = match restored {
@@ -86,13 +101,14 @@ pub fn guarded(
             }
             Ok(permit) => {
                 let (Some(place), Some(read)) = (&place, read) else {
-                    break (breaker, permit, None);
+                    break (breaker, permit, None, None);
                 };
-                if !changed && !permit.is_probe() {
-                    break (breaker, permit, read.value);
+                if !changed && !permit.is_probe() && read.value.is_some() {
+                    // The read stays held: the outcome's write is conditional on it.
+                    break (breaker, permit, read.value.clone(), Some(read));
                 }
                 match place.swap(read, &breaker, now) {
-                    Ok(written) => break (breaker, permit, Some(written)),
+                    Ok(written) => break (breaker, permit, Some(written), None),
                     Err(Unwritten::Conflict) if attempt < ATTEMPTS => continue,
                     Err(Unwritten::Conflict) => {
                         let message = format!(
@@ -106,7 +122,7 @@ pub fn guarded(
                             &[("retry-after", "1".into())],
                         );
                     }
-                    Err(Unwritten::Failed) => break (breaker, permit, None),
+                    Err(Unwritten::Failed) => break (breaker, permit, None, None),
                 }
             }
         }
@@ -115,16 +131,31 @@ pub fn guarded(
     let decided = monotonic_clock::now();
     let sent = forward::send(&prepared, upstream, settings.timeout, permit.is_probe());
     let outcome = match &sent {
-        Sent::Answered(response) => Outcome::Status(response.status()),
-        Sent::Timeout => Outcome::Timeout,
-        Sent::Connection(_) => Outcome::ConnectionError,
-        Sent::Failure(_) => Outcome::Failure,
+        Sent::Answered(response) => Some(Outcome::Status(response.status())),
+        Sent::Timeout => Some(Outcome::Timeout),
+        Sent::Connection(_) => Some(Outcome::ConnectionError),
+        Sent::Failure(_) => Some(Outcome::Failure),
+        Sent::Denied => None,
     };
     let answered = monotonic_clock::now();
-    if let Some(place) = &place {
-        record(place, &config, breaker, permit, outcome, seen.as_deref());
+    if let (Some(place), Some(outcome)) = (&place, outcome) {
+        record(
+            place,
+            &config,
+            breaker,
+            permit,
+            outcome,
+            seen.as_deref(),
+            held,
+        );
     }
     let mut extra = Vec::new();
+    if let Some(problem) = unguarded {
+        extra.push((
+            "x-tripgate-unguarded",
+            format!("the store failed: {problem}"),
+        ));
+    }
     if settings.costs {
         let loaded = loaded.unwrap_or(started);
         let cost = format!(
@@ -138,7 +169,10 @@ pub fn guarded(
     answer(out, upstream, sent, settings.timeout, &extra);
 }
 
-/// Step 3: the outcome into the newest state (see the module's docs).
+/// Step 3: the outcome into the newest state (see the module's docs). `held`: the read
+/// the admission decided on, when it wrote nothing; the first swap is conditional on it
+/// (a read of its own would see the same value unless another instance wrote, and then
+/// the swap fails the same way).
 fn record(
     place: &Place,
     config: &Config,
@@ -146,12 +180,19 @@ fn record(
     permit: Permit,
     outcome: Outcome,
     seen: Option<&[u8]>,
+    mut held: Option<Read>,
 ) {
     let epoch = permit.epoch();
     let mut own = Some((breaker, permit));
     for _ in 0..ATTEMPTS {
         let now = monotonic_clock::now();
-        let Ok(read) = place.read() else { return };
+        let read = match held.take() {
+            Some(read) => read,
+            None => match place.read() {
+                Ok(read) => read,
+                Err(_) => return,
+            },
+        };
         if read.value.as_deref() == seen {
             if let Some((breaker, permit)) = own.take() {
                 if breaker.record_outcome(permit, outcome, now).is_err() {
@@ -211,8 +252,9 @@ fn answer(
                 upstream.authority,
                 timeout / 1_000_000
             ),
-            &[],
+            extra,
         ),
+        Sent::Denied => forward::respond(out, 502, &forward::denied(upstream), extra),
         Sent::Connection(problem) | Sent::Failure(problem) => forward::respond(
             out,
             502,

@@ -78,6 +78,7 @@ fn bare(
         forward::Sent::Timeout => {
             forward::respond(out, 504, "the upstream did not answer in time", &[])
         }
+        forward::Sent::Denied => forward::respond(out, 502, &forward::denied(upstream), &[]),
         forward::Sent::Connection(problem) | forward::Sent::Failure(problem) => {
             forward::respond(out, 502, &format!("the upstream failed: {problem}"), &[])
         }

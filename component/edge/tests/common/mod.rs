@@ -285,3 +285,19 @@ pub fn until(
         .flat_map(|h| h.join().expect("a client thread"))
         .collect()
 }
+
+/// Eight clients, ten 503s each, threshold 20, at `addr`: no outcome lost between
+/// instances means at most 20 + 7 calls reach `upstream` (the calls admitted before the
+/// trip was written), and every other answer is a rejection.
+pub fn assert_no_outcome_lost(addr: SocketAddr, upstream: &Upstream) {
+    let answers = burst(addr, "/", 8, 10);
+    let received = upstream.counts().received.load(Ordering::SeqCst);
+    assert!(
+        (20..=27).contains(&received),
+        "{received} calls reached the upstream"
+    );
+    assert_eq!(
+        answers.iter().filter(|a| rejected(a)).count() as u64,
+        80 - received
+    );
+}
