@@ -5,12 +5,14 @@
 //!    component`, the command `component/README.md` gives (the same artefact
 //!    `tripgate-wasmtime` embeds, built in the outer build's target directory).
 //! 2. The guard, `component/http-guard`, for `wasm32-wasip2` in the `wasm` profile, and
-//!    again with its `bare` feature (no breaker, no store: the baseline) in a target
-//!    directory of its own, so neither build undoes the other's.
+//!    again with its `bare` feature (no breaker, no store: the baseline) and with its
+//!    `draft` feature (`wasi:keyvalue@0.2.0-draft`), each in a target directory of its
+//!    own, so no build undoes another's.
 //! 3. wac-graph plugs the tripgate component's `tripgate:breaker/circuit-breaker` export
 //!    into the guard's import (what `wac plug` does) and encodes one component, validated.
 //!
-//! `OUT_DIR` then holds `guard.wasm` (composed) and `bare.wasm`; the library embeds both.
+//! `OUT_DIR` then holds `guard.wasm` and `guard-draft.wasm` (composed) and `bare.wasm`;
+//! the library embeds them.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -76,21 +78,38 @@ fn run() -> Result<(), String> {
         ],
     )?;
     let bare = bare_dir.join("wasm32-wasip2/wasm/tripgate_http_guard.wasm");
+    let draft_dir = target_dir.join("tripgate-edge-draft");
+    cargo(
+        &workspace,
+        &draft_dir,
+        &[
+            "-p",
+            "tripgate-http-guard",
+            "--features",
+            "draft",
+            "--profile",
+            "wasm",
+        ],
+    )?;
+    let draft = draft_dir.join("wasm32-wasip2/wasm/tripgate_http_guard.wasm");
 
     let read =
         |path: &Path| std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()));
-    let composed = compose(read(&tripgate)?, read(&guard)?).map_err(|e| {
-        format!(
-            "composing {} into {}: {e:#}",
-            tripgate.display(),
-            guard.display()
-        )
-    })?;
+    let composed = |guard: &Path| {
+        compose(read(&tripgate)?, read(guard)?).map_err(|e| {
+            format!(
+                "composing {} into {}: {e:#}",
+                tripgate.display(),
+                guard.display()
+            )
+        })
+    };
     let write = |name: &str, bytes: &[u8]| {
         std::fs::write(out.join(name), bytes)
             .map_err(|e| format!("writing {}: {e}", out.join(name).display()))
     };
-    write("guard.wasm", &composed)?;
+    write("guard.wasm", &composed(&guard)?)?;
+    write("guard-draft.wasm", &composed(&draft)?)?;
     write("bare.wasm", &read(&bare)?)
 }
 

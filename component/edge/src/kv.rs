@@ -37,7 +37,7 @@ use bindings::wasi::keyvalue::{atomics, store};
 
 /// An open bucket: its name.
 pub struct Bucket {
-    name: String,
+    pub(crate) name: String,
 }
 
 /// A read that a swap is conditional on.
@@ -159,6 +159,82 @@ impl KeyValue {
         Ok(())
     }
 
+    /// The name of the bucket behind `bucket`, if the store is available.
+    pub(crate) fn name(
+        &self,
+        table: &ResourceTable,
+        bucket: &Resource<Bucket>,
+    ) -> Result<String, String> {
+        self.check()?;
+        Ok(table
+            .get(bucket)
+            .map_err(|e| format!("bad handle: {e}"))?
+            .name
+            .clone())
+    }
+
+    /// A guest's read of `key`.
+    pub(crate) fn read(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {
+        self.shared.reads.fetch_add(1, Ordering::Relaxed);
+        self.get(bucket, key)
+    }
+
+    /// The keys of `bucket` that hold values, in order.
+    pub(crate) fn keys(&self, bucket: &str) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .entries()
+            .iter()
+            .filter(|((b, _), entry)| b == bucket && entry.value.is_some())
+            .map(|((_, k), _)| k.clone())
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// Adds `delta` to the counter under `key` (absent: 0) if the sum is in `range`:
+    /// decimal text, or 8 bytes little-endian in Spin's store.
+    pub(crate) fn add(
+        &self,
+        bucket: String,
+        key: String,
+        delta: i128,
+        range: std::ops::RangeInclusive<i128>,
+    ) -> Result<i128, String> {
+        let spin = matches!(self.shared.semantics, Semantics::Spin { .. });
+        let mut entries = self.entries();
+        let place = (bucket, key);
+        let current = match entries.get(&place).and_then(|e| e.value.as_ref()) {
+            None => Some(0),
+            Some(bytes) if spin => <[u8; 8]>::try_from(bytes.as_slice())
+                .ok()
+                .map(|b| i128::from(i64::from_le_bytes(b))),
+            Some(bytes) => std::str::from_utf8(bytes)
+                .ok()
+                .and_then(|text| text.parse::<i128>().ok()),
+        }
+        .ok_or_else(|| format!("`{}` does not hold a number", place.1))?;
+        let sum = current + delta;
+        if !range.contains(&sum) {
+            return Err(format!("`{}` would overflow", place.1));
+        }
+        let value = if spin {
+            // In range of i64 here: Spin's counters are i64.
+            (sum as i64).to_le_bytes().to_vec()
+        } else {
+            sum.to_string().into_bytes()
+        };
+        let version = self.shared.version.fetch_add(1, Ordering::Relaxed) + 1;
+        entries.insert(
+            place,
+            Entry {
+                version,
+                value: Some(value),
+            },
+        );
+        self.shared.writes.fetch_add(1, Ordering::Relaxed);
+        Ok(sum)
+    }
+
     fn entries(&self) -> MutexGuard<'_, HashMap<(String, String), Entry>> {
         // A panic while the lock was held cannot leave an entry half-written (each
         // critical section is one insert), so a poisoned map is still consistent.
@@ -168,7 +244,7 @@ impl KeyValue {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn write(&self, bucket: &str, key: &str, value: Option<Vec<u8>>) {
+    pub(crate) fn write(&self, bucket: &str, key: &str, value: Option<Vec<u8>>) {
         let mut entries = self.entries();
         let version = self.shared.version.fetch_add(1, Ordering::Relaxed) + 1;
         entries.insert(
@@ -178,23 +254,23 @@ impl KeyValue {
         self.shared.writes.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn check(&self) -> Result<(), store::Error> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         if self.shared.unavailable.load(Ordering::Relaxed) {
-            Err(store::Error::Other("the store is unavailable".into()))
+            Err("the store is unavailable".into())
         } else {
             Ok(())
         }
     }
 }
 
-/// What the bindings' host traits are implemented on: the store and the instance's
-/// resource table.
+/// What the bindings' host traits (of either draft: `kv_draft`) are implemented on: the
+/// store and the instance's resource table.
 pub struct KvView<'a> {
     pub kv: &'a KeyValue,
     pub table: &'a mut ResourceTable,
 }
 
-struct HasKv;
+pub(crate) struct HasKv;
 
 impl HasData for HasKv {
     type Data<'a> = KvView<'a>;
@@ -206,7 +282,7 @@ fn table_error(error: wasmtime::component::ResourceTableError) -> store::Error {
 
 impl store::Host for KvView<'_> {
     fn open(&mut self, identifier: String) -> Result<Resource<Bucket>, store::Error> {
-        self.kv.check()?;
+        self.kv.check().map_err(store::Error::Other)?;
         if let Semantics::Spin { granted } = &self.kv.shared.semantics {
             if !granted.contains(&identifier) {
                 return Err(store::Error::AccessDenied);
@@ -218,70 +294,96 @@ impl store::Host for KvView<'_> {
     }
 }
 
-impl store::HostBucket for KvView<'_> {
-    fn get(
-        &mut self,
-        bucket: Resource<Bucket>,
-        key: String,
-    ) -> Result<Option<Vec<u8>>, store::Error> {
-        self.kv.check()?;
-        let name = &self.table.get(&bucket).map_err(table_error)?.name;
-        self.kv.shared.reads.fetch_add(1, Ordering::Relaxed);
-        Ok(self.kv.get(name, &key))
-    }
+/// A draft's `HostBucket` over [`KvView`]: the buckets of both drafts are the same but
+/// for the cursor of `list-keys`, which `$page` (the bucket's keys in order and the
+/// cursor, to the page's keys) reads.
+macro_rules! host_bucket {
+    ($store:ident, $cursor:ty, $page:expr) => {
+        impl $store::HostBucket for $crate::kv::KvView<'_> {
+            fn get(
+                &mut self,
+                bucket: wasmtime::component::Resource<$crate::kv::Bucket>,
+                key: String,
+            ) -> Result<Option<Vec<u8>>, $store::Error> {
+                let name = self
+                    .kv
+                    .name(self.table, &bucket)
+                    .map_err($store::Error::Other)?;
+                Ok(self.kv.read(&name, &key))
+            }
 
-    fn set(
-        &mut self,
-        bucket: Resource<Bucket>,
-        key: String,
-        value: Vec<u8>,
-    ) -> Result<(), store::Error> {
-        self.kv.check()?;
-        let name = &self.table.get(&bucket).map_err(table_error)?.name;
-        self.kv.write(name, &key, Some(value));
-        Ok(())
-    }
+            fn set(
+                &mut self,
+                bucket: wasmtime::component::Resource<$crate::kv::Bucket>,
+                key: String,
+                value: Vec<u8>,
+            ) -> Result<(), $store::Error> {
+                let name = self
+                    .kv
+                    .name(self.table, &bucket)
+                    .map_err($store::Error::Other)?;
+                self.kv.write(&name, &key, Some(value));
+                Ok(())
+            }
 
-    fn delete(&mut self, bucket: Resource<Bucket>, key: String) -> Result<(), store::Error> {
-        self.kv.check()?;
-        let name = &self.table.get(&bucket).map_err(table_error)?.name;
-        self.kv.write(name, &key, None);
-        Ok(())
-    }
+            fn delete(
+                &mut self,
+                bucket: wasmtime::component::Resource<$crate::kv::Bucket>,
+                key: String,
+            ) -> Result<(), $store::Error> {
+                let name = self
+                    .kv
+                    .name(self.table, &bucket)
+                    .map_err($store::Error::Other)?;
+                self.kv.write(&name, &key, None);
+                Ok(())
+            }
 
-    fn exists(&mut self, bucket: Resource<Bucket>, key: String) -> Result<bool, store::Error> {
-        self.kv.check()?;
-        let name = &self.table.get(&bucket).map_err(table_error)?.name;
-        self.kv.shared.reads.fetch_add(1, Ordering::Relaxed);
-        Ok(self.kv.get(name, &key).is_some())
-    }
+            fn exists(
+                &mut self,
+                bucket: wasmtime::component::Resource<$crate::kv::Bucket>,
+                key: String,
+            ) -> Result<bool, $store::Error> {
+                let name = self
+                    .kv
+                    .name(self.table, &bucket)
+                    .map_err($store::Error::Other)?;
+                Ok(self.kv.read(&name, &key).is_some())
+            }
 
-    fn list_keys(
-        &mut self,
-        bucket: Resource<Bucket>,
-        cursor: Option<String>,
-    ) -> Result<store::KeyResponse, store::Error> {
-        self.kv.check()?;
-        let name = &self.table.get(&bucket).map_err(table_error)?.name;
-        // One page, in key order, after the cursor (the last key of the previous page).
-        let mut keys: Vec<String> = self
-            .kv
-            .entries()
-            .iter()
-            .filter(|((b, k), entry)| {
-                b == name && entry.value.is_some() && cursor.as_ref().is_none_or(|c| k > c)
-            })
-            .map(|((_, k), _)| k.clone())
-            .collect();
-        keys.sort();
-        Ok(store::KeyResponse { keys, cursor: None })
-    }
+            fn list_keys(
+                &mut self,
+                bucket: wasmtime::component::Resource<$crate::kv::Bucket>,
+                cursor: Option<$cursor>,
+            ) -> Result<$store::KeyResponse, $store::Error> {
+                let name = self
+                    .kv
+                    .name(self.table, &bucket)
+                    .map_err($store::Error::Other)?;
+                let page: fn(Vec<String>, Option<$cursor>) -> Vec<String> = $page;
+                Ok($store::KeyResponse {
+                    keys: page(self.kv.keys(&name), cursor),
+                    cursor: None,
+                })
+            }
 
-    fn drop(&mut self, bucket: Resource<Bucket>) -> wasmtime::Result<()> {
-        self.table.delete(bucket)?;
-        Ok(())
-    }
+            fn drop(
+                &mut self,
+                bucket: wasmtime::component::Resource<$crate::kv::Bucket>,
+            ) -> wasmtime::Result<()> {
+                self.table.delete(bucket)?;
+                Ok(())
+            }
+        }
+    };
 }
+pub(crate) use host_bucket;
+
+// One page, after the cursor (the last key of the previous page).
+host_bucket!(store, String, |mut keys, cursor| {
+    keys.retain(|k| cursor.as_ref().is_none_or(|c| k > c));
+    keys
+});
 
 impl atomics::Host for KvView<'_> {
     fn increment(
@@ -290,40 +392,17 @@ impl atomics::Host for KvView<'_> {
         key: String,
         delta: i64,
     ) -> Result<i64, store::Error> {
-        self.kv.check()?;
-        let name = self.table.get(&bucket).map_err(table_error)?.name.clone();
-        let mut entries = self.kv.entries();
-        let spin = matches!(self.kv.shared.semantics, Semantics::Spin { .. });
-        let current = match entries
-            .get(&(name.clone(), key.clone()))
-            .and_then(|e| e.value.as_ref())
-        {
-            None => 0,
-            Some(bytes) if spin => <[u8; 8]>::try_from(bytes.as_slice())
-                .map(i64::from_le_bytes)
-                .map_err(|_| store::Error::Other(format!("`{key}` does not hold a number")))?,
-            Some(bytes) => std::str::from_utf8(bytes)
-                .ok()
-                .and_then(|text| text.parse::<i64>().ok())
-                .ok_or_else(|| store::Error::Other(format!("`{key}` does not hold a number")))?,
-        };
-        let sum = current
-            .checked_add(delta)
-            .ok_or_else(|| store::Error::Other(format!("`{key}` would overflow")))?;
-        let version = self.kv.shared.version.fetch_add(1, Ordering::Relaxed) + 1;
-        entries.insert(
-            (name, key),
-            Entry {
-                version,
-                value: Some(if spin {
-                    sum.to_le_bytes().to_vec()
-                } else {
-                    sum.to_string().into_bytes()
-                }),
-            },
-        );
-        self.kv.shared.writes.fetch_add(1, Ordering::Relaxed);
-        Ok(sum)
+        let name = self
+            .kv
+            .name(self.table, &bucket)
+            .map_err(store::Error::Other)?;
+        let range = i128::from(i64::MIN)..=i128::from(i64::MAX);
+        let sum = self
+            .kv
+            .add(name, key, i128::from(delta), range)
+            .map_err(store::Error::Other)?;
+        // In range: `add` refused anything else.
+        Ok(sum as i64)
     }
 
     fn swap(&mut self, cas: Resource<CasHandle>, value: Vec<u8>) -> Result<(), atomics::CasError> {
@@ -331,7 +410,9 @@ impl atomics::Host for KvView<'_> {
             .table
             .delete(cas)
             .map_err(|e| atomics::CasError::StoreError(table_error(e)))?;
-        self.kv.check().map_err(atomics::CasError::StoreError)?;
+        self.kv
+            .check()
+            .map_err(|e| atomics::CasError::StoreError(store::Error::Other(e)))?;
         let mut entries = self.kv.entries();
         let place = (handle.bucket, handle.key);
         let collide = self
@@ -387,7 +468,7 @@ impl atomics::HostCas for KvView<'_> {
         bucket: Resource<Bucket>,
         key: String,
     ) -> Result<Resource<CasHandle>, store::Error> {
-        self.kv.check()?;
+        self.kv.check().map_err(store::Error::Other)?;
         let name = self.table.get(&bucket).map_err(table_error)?.name.clone();
         self.kv.shared.reads.fetch_add(1, Ordering::Relaxed);
         let entry = self.kv.entries().get(&(name.clone(), key.clone())).cloned();

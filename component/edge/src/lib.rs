@@ -10,16 +10,22 @@
 pub mod client;
 pub mod clock;
 pub mod kv;
+pub mod kv_draft;
 pub mod server;
 pub mod spin;
 
 pub use clock::FakeClock;
 pub use kv::{KeyValue, KvStats};
+pub use kv_draft::DraftStore;
 pub use server::{Handler, Options, Runtime, Server};
 
 /// The composed guard component (wac-graph: the tripgate component plugged into the
 /// guard).
 pub const GUARD: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guard.wasm"));
+
+/// The composed guard built for `wasi:keyvalue@0.2.0-draft` (the guard's `draft`
+/// feature: no compare-and-swap, writes conditional on a version counter).
+pub const GUARD_DRAFT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guard-draft.wasm"));
 
 /// The handler without the breaker and the store (the guard's `bare` feature).
 pub const BARE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bare.wasm"));

@@ -51,6 +51,7 @@ fn describe() -> Result<()> {
     let runtime = Runtime::new()?;
     for (handler, bytes) in [
         (Handler::Guard, tripgate_edge::GUARD),
+        (Handler::GuardDraft, tripgate_edge::GUARD_DRAFT),
         (Handler::Bare, tripgate_edge::BARE),
     ] {
         println!("{handler:?}: {} bytes", bytes.len());

@@ -34,11 +34,14 @@ use wasmtime_wasi_http::{
 
 use crate::clock::FakeClock;
 use crate::kv::{KeyValue, KvView};
+use crate::kv_draft::{self, DraftStore};
+use wasmtime_wasi_keyvalue::{WasiKeyValue, WasiKeyValueCtx, WasiKeyValueCtxBuilder};
 
 /// The engine and the two components, compiled once and shared by servers.
 pub struct Runtime {
     engine: Engine,
     guard: Component,
+    guard_draft: Component,
     bare: Component,
 }
 
@@ -47,6 +50,8 @@ pub struct Runtime {
 pub enum Handler {
     /// The composed guard: the handler with the tripgate component plugged in.
     Guard,
+    /// The composed guard's build for `wasi:keyvalue@0.2.0-draft` ([`crate::GUARD_DRAFT`]).
+    GuardDraft,
     /// The same handler built without the breaker and the store.
     Bare,
 }
@@ -60,12 +65,16 @@ impl Runtime {
         let guard = Component::new(&engine, crate::GUARD)
             .map_err(anyhow::Error::from)
             .context("compiling the guard")?;
+        let guard_draft = Component::new(&engine, crate::GUARD_DRAFT)
+            .map_err(anyhow::Error::from)
+            .context("compiling the guard's draft build")?;
         let bare = Component::new(&engine, crate::BARE)
             .map_err(anyhow::Error::from)
             .context("compiling the bare handler")?;
         Ok(Runtime {
             engine,
             guard,
+            guard_draft,
             bare,
         })
     }
@@ -96,6 +105,7 @@ impl Runtime {
     fn component(&self, handler: Handler) -> &Component {
         match handler {
             Handler::Guard => &self.guard,
+            Handler::GuardDraft => &self.guard_draft,
             Handler::Bare => &self.bare,
         }
     }
@@ -154,6 +164,8 @@ pub struct Options {
     /// `allowed_outbound_hosts`: a request to any other fails with `HTTP-request-denied`
     /// before it leaves. `None`: any.
     pub allowed_outbound: Option<Arc<Vec<String>>>,
+    /// For [`Handler::GuardDraft`]: the draft store, shared (over `kv`) or per request.
+    pub draft_store: DraftStore,
 }
 
 impl Options {
@@ -169,6 +181,7 @@ impl Options {
             kv: KeyValue::new(),
             clock: None,
             allowed_outbound: None,
+            draft_store: DraftStore::Shared,
         }
     }
 }
@@ -209,6 +222,8 @@ struct Instance {
     http: WasiHttpCtx,
     table: ResourceTable,
     kv: KeyValue,
+    /// The per-request draft store (`DraftStore::PerRequest`).
+    kv_per_request: WasiKeyValueCtx,
     outbound: Outbound,
 }
 
@@ -275,10 +290,25 @@ impl Server {
         let mut linker = Linker::<Instance>::new(&runtime.engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
-        KeyValue::add_to_linker(&mut linker, |instance| KvView {
-            kv: &instance.kv,
-            table: &mut instance.table,
-        })?;
+        match (options.handler, options.draft_store) {
+            (Handler::GuardDraft, DraftStore::Shared) => {
+                kv_draft::add_shared_to_linker(&mut linker, |instance| KvView {
+                    kv: &instance.kv,
+                    table: &mut instance.table,
+                })?
+            }
+            (Handler::GuardDraft, DraftStore::PerRequest) => {
+                wasmtime_wasi_keyvalue::add_to_linker(&mut linker, |instance| {
+                    WasiKeyValue::new(&instance.kv_per_request, &mut instance.table)
+                })?
+            }
+            (Handler::Guard | Handler::Bare, _) => {
+                KeyValue::add_to_linker(&mut linker, |instance| KvView {
+                    kv: &instance.kv,
+                    table: &mut instance.table,
+                })?
+            }
+        }
         let pre = ProxyPre::new(linker.instantiate_pre(runtime.component(options.handler))?)?;
         let stats = Arc::new(ServerStats::default());
         let listen = options.listen;
@@ -407,6 +437,7 @@ impl Serving {
                 http: WasiHttpCtx::new(),
                 table: ResourceTable::new(),
                 kv: self.options.kv.clone(),
+                kv_per_request: WasiKeyValueCtxBuilder::new().build(),
                 outbound: Outbound {
                     allowed: self.options.allowed_outbound.clone(),
                 },

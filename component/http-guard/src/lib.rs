@@ -7,8 +7,10 @@
 //! request, so each breaker's state lives in a `wasi:keyvalue@0.2.0-draft2` bucket between
 //! requests (`state.rs`, `guard.rs`).
 //!
-//! With the `bare` feature the same handler is built without the breaker and without the
-//! store: the baseline the breaker's cost is measured against.
+//! With the `draft` feature the guard imports `wasi:keyvalue@0.2.0-draft` instead, which
+//! has no compare-and-swap: its conditional writes are built from `increment`
+//! (`state/versioned.rs`). With the `bare` feature the same handler is built without the
+//! breaker and without the store: the baseline the breaker's cost is measured against.
 //!
 //! Nothing here unwraps or indexes: every failure is an answer (a 4xx or 5xx with the
 //! reason in its body), never a trap.
@@ -20,10 +22,19 @@ mod guard;
 #[cfg(not(feature = "bare"))]
 mod state;
 
-#[cfg(not(feature = "bare"))]
+#[cfg(not(any(feature = "bare", feature = "draft")))]
 mod bindings {
     wit_bindgen::generate!({
         path: ["../../wit/breaker.wit", "wit/keyvalue.wit", "wit/guard.wit"],
+        world: "tripgate:http-guard/guard",
+        generate_all,
+    });
+}
+
+#[cfg(all(feature = "draft", not(feature = "bare")))]
+mod bindings {
+    wit_bindgen::generate!({
+        path: ["../../wit/breaker.wit", "wit/draft/keyvalue.wit", "wit/draft/guard.wit"],
         world: "tripgate:http-guard/guard",
         generate_all,
     });

@@ -1,5 +1,7 @@
 //! Where a breaker lives between instances: one value per upstream authority in a
-//! `wasi:keyvalue@0.2.0-draft2` bucket, written only with compare-and-swap.
+//! `wasi:keyvalue` bucket, written only by a write conditional on the read it came from:
+//! compare-and-swap in draft 2 (`cas.rs`), a version counter's `increment` in the earlier
+//! draft (`versioned.rs`, the `draft` feature).
 //!
 //! The value is `tge1`, the wall-clock instant of the export (ns since the Unix epoch,
 //! u64 little-endian), then the bytes of the breaker's `export-state`. Monotonic clocks of
@@ -9,8 +11,16 @@
 use wasip2::clocks::wall_clock;
 
 use crate::bindings::tripgate::breaker::circuit_breaker::{Breaker, Config, ConfigError};
-use crate::bindings::wasi::keyvalue::atomics::{self, Cas, CasError};
-use crate::bindings::wasi::keyvalue::store::{self, Bucket, Error};
+use crate::bindings::wasi::keyvalue::store::Error;
+
+#[cfg(not(feature = "draft"))]
+mod cas;
+#[cfg(feature = "draft")]
+mod versioned;
+#[cfg(not(feature = "draft"))]
+pub use cas::{Place, Read};
+#[cfg(feature = "draft")]
+pub use versioned::{Place, Read};
 
 const MAGIC: &[u8; 4] = b"tge1";
 const HEADER: usize = MAGIC.len() + 8;
@@ -18,26 +28,6 @@ const HEADER: usize = MAGIC.len() + 8;
 /// The key of the breaker for `authority`.
 pub fn key(authority: &str) -> String {
     format!("tripgate/breaker/{authority}")
-}
-
-/// Now, by the wall clock, in ns since the Unix epoch.
-pub fn wall_now() -> u64 {
-    let now = wall_clock::now();
-    now.seconds
-        .saturating_mul(1_000_000_000)
-        .saturating_add(u64::from(now.nanoseconds))
-}
-
-/// One breaker's place in the store.
-pub struct Place {
-    bucket: Bucket,
-    key: String,
-}
-
-/// A read that a `swap` is conditional on, with the value it read.
-pub struct Read {
-    cas: Cas,
-    pub value: Option<Vec<u8>>,
 }
 
 /// Why a write did not happen.
@@ -56,40 +46,22 @@ fn words(error: &Error) -> String {
     }
 }
 
-impl Place {
-    /// Opens `bucket` for the breaker of `authority`.
-    pub fn open(bucket: &str, authority: &str) -> Result<Self, String> {
-        let bucket = store::open(bucket)
-            .map_err(|e| format!("opening the bucket `{bucket}`: {}", words(&e)))?;
-        Ok(Place {
-            bucket,
-            key: key(authority),
-        })
-    }
+/// The value to store for `breaker` as of `now`: the magic, the wall clock, the export.
+fn value(breaker: &Breaker, now: u64) -> Result<Vec<u8>, Unwritten> {
+    let snapshot = breaker.export_state(now).map_err(|_| Unwritten::Failed)?;
+    let mut value = Vec::with_capacity(HEADER + snapshot.len());
+    value.extend_from_slice(MAGIC);
+    value.extend_from_slice(&wall_now().to_le_bytes());
+    value.extend_from_slice(&snapshot);
+    Ok(value)
+}
 
-    /// Reads the breaker's value.
-    pub fn read(&self) -> Result<Read, String> {
-        let cas = Cas::new(&self.bucket, &self.key).map_err(|e| words(&e))?;
-        let value = cas.current().map_err(|e| words(&e))?;
-        Ok(Read { cas, value })
-    }
-
-    /// Writes `breaker`'s state as of `now` if the value is still what `read` read;
-    /// returns the value written.
-    pub fn swap(&self, read: Read, breaker: &Breaker, now: u64) -> Result<Vec<u8>, Unwritten> {
-        let snapshot = breaker.export_state(now).map_err(|_| Unwritten::Failed)?;
-        let mut value = Vec::with_capacity(HEADER + snapshot.len());
-        value.extend_from_slice(MAGIC);
-        value.extend_from_slice(&wall_now().to_le_bytes());
-        value.extend_from_slice(&snapshot);
-        match atomics::swap(read.cas, &value) {
-            Ok(()) => Ok(value),
-            // The handle on the newest value is dropped: the caller reads again with
-            // a fresh clock.
-            Err(CasError::CasFailed(_)) => Err(Unwritten::Conflict),
-            Err(CasError::StoreError(_)) => Err(Unwritten::Failed),
-        }
-    }
+/// Now, by the wall clock, in ns since the Unix epoch.
+pub fn wall_now() -> u64 {
+    let now = wall_clock::now();
+    now.seconds
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(now.nanoseconds))
 }
 
 /// A breaker at `now` with the state in `value`: fresh when there is none, or when the
