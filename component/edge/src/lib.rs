@@ -17,7 +17,7 @@ pub mod spin;
 pub use clock::FakeClock;
 pub use kv::{KeyValue, KvStats};
 pub use kv_draft::DraftStore;
-pub use server::{Handler, Options, Runtime, Server};
+pub use server::{EngineKind, Handler, Options, Runtime, Server};
 
 /// The composed guard component (wac-graph: the tripgate component plugged into the
 /// guard).

@@ -4,7 +4,7 @@
 //! tripgate-edge write DIR              guard.wasm (composed) and bare.wasm into DIR
 //! tripgate-edge describe               sizes, imports and exports of both
 //! tripgate-edge serve ADDR [K=V ...]   the guard on ADDR with the guard's settings
-//! tripgate-edge bench [--requests N] [--seconds S] [--clients C]
+//! tripgate-edge bench [--requests N] [--seconds S] [--clients C] [--engine pooled|default]
 //! ```
 //!
 //! `bench` runs a local upstream that answers 200 at once, serves the guard and the bare
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use tripgate_edge::client::Client;
-use tripgate_edge::{Handler, KeyValue, Options, Runtime, Server};
+use tripgate_edge::{EngineKind, Handler, KeyValue, Options, Runtime, Server};
 
 fn main() {
     if let Err(error) = run() {
@@ -43,7 +43,7 @@ fn run() -> Result<()> {
         Some("describe") => describe(),
         Some("serve") => serve(&args[1..]),
         Some("bench") => bench(&args[1..]),
-        _ => bail!("usage: tripgate-edge write DIR | describe | serve ADDR [K=V ...] | bench [--requests N] [--seconds S] [--clients C]"),
+        _ => bail!("usage: tripgate-edge write DIR | describe | serve ADDR [K=V ...] | bench [--requests N] [--seconds S] [--clients C] [--engine pooled|default]"),
     }
 }
 
@@ -92,6 +92,7 @@ struct Bench {
     requests: usize,
     seconds: f64,
     clients: usize,
+    engine: EngineKind,
 }
 
 fn bench(args: &[String]) -> Result<()> {
@@ -99,6 +100,7 @@ fn bench(args: &[String]) -> Result<()> {
         requests: 4000,
         seconds: 3.0,
         clients: 8,
+        engine: EngineKind::Pooled,
     };
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -107,11 +109,18 @@ fn bench(args: &[String]) -> Result<()> {
             "--requests" => bench.requests = value.parse()?,
             "--seconds" => bench.seconds = value.parse()?,
             "--clients" => bench.clients = value.parse()?,
+            "--engine" => {
+                bench.engine = match value.as_str() {
+                    "pooled" => EngineKind::Pooled,
+                    "default" => EngineKind::Default,
+                    other => bail!("--engine is `pooled` or `default`, not `{other}`"),
+                }
+            }
             other => bail!("unknown option {other}"),
         }
     }
     let upstream = upstream()?;
-    let runtime = Runtime::new()?;
+    let runtime = Runtime::with_engine(bench.engine)?;
     let route = format!("/=http://{upstream}");
     let env = [
         ("TRIPGATE_UPSTREAMS", route.as_str()),
@@ -132,9 +141,10 @@ fn bench(args: &[String]) -> Result<()> {
     let bare = start(Handler::Bare, false)?;
     let costed = start(Handler::Guard, true)?;
     println!(
-        "guard (composed, {} bytes) and bare handler ({} bytes), one instance per request; upstream answers 200 at once",
+        "guard (composed, {} bytes) and bare handler ({} bytes), one instance per request, {:?} engine; upstream answers 200 at once",
         tripgate_edge::GUARD.len(),
-        tripgate_edge::BARE.len()
+        tripgate_edge::BARE.len(),
+        bench.engine
     );
 
     // Warm up both (connections, caches), then alternate rounds so drift hits both.

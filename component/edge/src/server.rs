@@ -57,9 +57,19 @@ pub enum Handler {
 }
 
 impl Runtime {
-    /// Compiles the embedded components ([`crate::GUARD`], [`crate::BARE`]).
+    /// Compiles the embedded components ([`crate::GUARD`], [`crate::GUARD_DRAFT`],
+    /// [`crate::BARE`]) for an engine with pooled instances ([`EngineKind::Pooled`]).
     pub fn new() -> Result<Self> {
-        let engine = Engine::new(&engine_config())
+        Self::with_engine(EngineKind::Pooled)
+    }
+
+    /// The same on the engine `kind`.
+    pub fn with_engine(kind: EngineKind) -> Result<Self> {
+        let config = match kind {
+            EngineKind::Pooled => engine_config(),
+            EngineKind::Default => Config::new(),
+        };
+        let engine = Engine::new(&config)
             .map_err(anyhow::Error::from)
             .context("configuring wasmtime")?;
         let guard = Component::new(&engine, crate::GUARD)
@@ -137,6 +147,15 @@ fn engine_config() -> Config {
         .memory_guard_size(0)
         .memory_reservation(MAX_MEMORY as u64);
     config
+}
+
+/// How a [`Runtime`]'s engine keeps instances.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    /// A pool of instance slots, reset in place, without guard regions (`engine_config`).
+    Pooled,
+    /// wasmtime's defaults: memory mapped per instance, guard regions.
+    Default,
 }
 
 /// Requests a server's engine serves at once; one more is a 500 that says the pool is
