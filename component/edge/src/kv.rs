@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
+use wasmtime::component::{HasData, Linker, Resource, ResourceTable, ResourceTableError};
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -159,6 +159,26 @@ impl KeyValue {
         Ok(())
     }
 
+    /// A guest's `open` of the bucket `identifier`, in either draft: `denied` when the
+    /// host does not grant it, `failed` with what went wrong when the store fails.
+    pub(crate) fn open<E>(
+        &self,
+        table: &mut ResourceTable,
+        identifier: String,
+        denied: E,
+        failed: fn(String) -> E,
+    ) -> Result<Resource<Bucket>, E> {
+        self.check().map_err(failed)?;
+        if let Semantics::Spin { granted } = &self.shared.semantics {
+            if !granted.contains(&identifier) {
+                return Err(denied);
+            }
+        }
+        table
+            .push(Bucket { name: identifier })
+            .map_err(|e| failed(bad_handle(e)))
+    }
+
     /// The name of the bucket behind `bucket`, if the store is available.
     pub(crate) fn name(
         &self,
@@ -166,11 +186,7 @@ impl KeyValue {
         bucket: &Resource<Bucket>,
     ) -> Result<String, String> {
         self.check()?;
-        Ok(table
-            .get(bucket)
-            .map_err(|e| format!("bad handle: {e}"))?
-            .name
-            .clone())
+        Ok(table.get(bucket).map_err(bad_handle)?.name.clone())
     }
 
     /// A guest's read of `key`.
@@ -191,15 +207,17 @@ impl KeyValue {
         keys
     }
 
-    /// Adds `delta` to the counter under `key` (absent: 0) if the sum is in `range`:
-    /// decimal text, or 8 bytes little-endian in Spin's store.
-    pub(crate) fn add(
+    /// A guest's `increment` of the counter under `key` (absent: 0) by `delta`, refused
+    /// when the sum does not fit `N`: decimal text, or 8 bytes little-endian in Spin's
+    /// store.
+    pub(crate) fn increment<N: Into<i128> + TryFrom<i128>>(
         &self,
-        bucket: String,
+        table: &ResourceTable,
+        bucket: &Resource<Bucket>,
         key: String,
-        delta: i128,
-        range: std::ops::RangeInclusive<i128>,
-    ) -> Result<i128, String> {
+        delta: N,
+    ) -> Result<N, String> {
+        let bucket = self.name(table, bucket)?;
         let spin = matches!(self.shared.semantics, Semantics::Spin { .. });
         let mut entries = self.entries();
         let place = (bucket, key);
@@ -213,10 +231,9 @@ impl KeyValue {
                 .and_then(|text| text.parse::<i128>().ok()),
         }
         .ok_or_else(|| format!("`{}` does not hold a number", place.1))?;
-        let sum = current + delta;
-        if !range.contains(&sum) {
-            return Err(format!("`{}` would overflow", place.1));
-        }
+        let overflow = || format!("`{}` would overflow", place.1);
+        let sum = current.checked_add(delta.into()).ok_or_else(overflow)?;
+        let fits = N::try_from(sum).map_err(|_| overflow())?;
         let value = if spin {
             // In range of i64 here: Spin's counters are i64.
             (sum as i64).to_le_bytes().to_vec()
@@ -232,7 +249,7 @@ impl KeyValue {
             },
         );
         self.shared.writes.fetch_add(1, Ordering::Relaxed);
-        Ok(sum)
+        Ok(fits)
     }
 
     fn entries(&self) -> MutexGuard<'_, HashMap<(String, String), Entry>> {
@@ -276,21 +293,22 @@ impl HasData for HasKv {
     type Data<'a> = KvView<'a>;
 }
 
-fn table_error(error: wasmtime::component::ResourceTableError) -> store::Error {
-    store::Error::Other(format!("bad handle: {error}"))
+fn bad_handle(error: ResourceTableError) -> String {
+    format!("bad handle: {error}")
+}
+
+fn table_error(error: ResourceTableError) -> store::Error {
+    store::Error::Other(bad_handle(error))
 }
 
 impl store::Host for KvView<'_> {
     fn open(&mut self, identifier: String) -> Result<Resource<Bucket>, store::Error> {
-        self.kv.check().map_err(store::Error::Other)?;
-        if let Semantics::Spin { granted } = &self.kv.shared.semantics {
-            if !granted.contains(&identifier) {
-                return Err(store::Error::AccessDenied);
-            }
-        }
-        self.table
-            .push(Bucket { name: identifier })
-            .map_err(table_error)
+        self.kv.open(
+            self.table,
+            identifier,
+            store::Error::AccessDenied,
+            store::Error::Other,
+        )
     }
 }
 
@@ -392,17 +410,9 @@ impl atomics::Host for KvView<'_> {
         key: String,
         delta: i64,
     ) -> Result<i64, store::Error> {
-        let name = self
-            .kv
-            .name(self.table, &bucket)
-            .map_err(store::Error::Other)?;
-        let range = i128::from(i64::MIN)..=i128::from(i64::MAX);
-        let sum = self
-            .kv
-            .add(name, key, i128::from(delta), range)
-            .map_err(store::Error::Other)?;
-        // In range: `add` refused anything else.
-        Ok(sum as i64)
+        self.kv
+            .increment(self.table, &bucket, key, delta)
+            .map_err(store::Error::Other)
     }
 
     fn swap(&mut self, cas: Resource<CasHandle>, value: Vec<u8>) -> Result<(), atomics::CasError> {
@@ -468,8 +478,10 @@ impl atomics::HostCas for KvView<'_> {
         bucket: Resource<Bucket>,
         key: String,
     ) -> Result<Resource<CasHandle>, store::Error> {
-        self.kv.check().map_err(store::Error::Other)?;
-        let name = self.table.get(&bucket).map_err(table_error)?.name.clone();
+        let name = self
+            .kv
+            .name(self.table, &bucket)
+            .map_err(store::Error::Other)?;
         self.kv.shared.reads.fetch_add(1, Ordering::Relaxed);
         let entry = self.kv.entries().get(&(name.clone(), key.clone())).cloned();
         let handle = CasHandle {

@@ -47,10 +47,12 @@ pub fn add_shared_to_linker<T: Send + 'static>(
 
 impl store::Host for KvView<'_> {
     fn open(&mut self, identifier: String) -> Result<Resource<Bucket>, store::Error> {
-        self.kv.check().map_err(store::Error::Other)?;
-        self.table
-            .push(Bucket { name: identifier })
-            .map_err(|e| store::Error::Other(format!("bad handle: {e}")))
+        self.kv.open(
+            self.table,
+            identifier,
+            store::Error::AccessDenied,
+            store::Error::Other,
+        )
     }
 }
 
@@ -69,15 +71,8 @@ impl atomics::Host for KvView<'_> {
         key: String,
         delta: u64,
     ) -> Result<u64, store::Error> {
-        let name = self
-            .kv
-            .name(self.table, &bucket)
-            .map_err(store::Error::Other)?;
-        let sum = self
-            .kv
-            .add(name, key, i128::from(delta), 0..=i128::from(u64::MAX))
-            .map_err(store::Error::Other)?;
-        // In range: `add` refused anything else.
-        Ok(sum as u64)
+        self.kv
+            .increment(self.table, &bucket, key, delta)
+            .map_err(store::Error::Other)
     }
 }

@@ -37,7 +37,7 @@ use crate::kv::{KeyValue, KvView};
 use crate::kv_draft::{self, DraftStore};
 use wasmtime_wasi_keyvalue::{WasiKeyValue, WasiKeyValueCtx, WasiKeyValueCtxBuilder};
 
-/// The engine and the two components, compiled once and shared by servers.
+/// The engine and the three components, compiled once and shared by servers.
 pub struct Runtime {
     engine: Engine,
     guard: Component,
@@ -72,20 +72,16 @@ impl Runtime {
         let engine = Engine::new(&config)
             .map_err(anyhow::Error::from)
             .context("configuring wasmtime")?;
-        let guard = Component::new(&engine, crate::GUARD)
-            .map_err(anyhow::Error::from)
-            .context("compiling the guard")?;
-        let guard_draft = Component::new(&engine, crate::GUARD_DRAFT)
-            .map_err(anyhow::Error::from)
-            .context("compiling the guard's draft build")?;
-        let bare = Component::new(&engine, crate::BARE)
-            .map_err(anyhow::Error::from)
-            .context("compiling the bare handler")?;
+        let compile = |bytes: &[u8], what: &str| {
+            Component::new(&engine, bytes)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("compiling {what}"))
+        };
         Ok(Runtime {
+            guard: compile(crate::GUARD, "the guard")?,
+            guard_draft: compile(crate::GUARD_DRAFT, "the guard's draft build")?,
+            bare: compile(crate::BARE, "the bare handler")?,
             engine,
-            guard,
-            guard_draft,
-            bare,
         })
     }
 
