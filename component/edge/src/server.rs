@@ -118,8 +118,11 @@ impl Runtime {
 }
 
 /// wasmtime's defaults but for where instances live. A pool of instance slots, each reused
-/// rather than mapped anew per request; the pages an instance wrote reset in place (found
-/// with `PAGEMAP_SCAN` where the kernel has it) rather than handed back to the kernel; and
+/// rather than mapped anew per request; an instance's memory reset in place rather than
+/// handed back to the kernel (wasmtime asks `PAGEMAP_SCAN` for the pages written, but
+/// kernel 6.18 also reports the untouched pages of a touched page table, so in practice
+/// every accessible page is zeroed: the guests keep their memories small, see
+/// `component/build.rs` and `component/http-guard/build.rs`); and
 /// bounds checks in the code instead of guard regions, so that neither instantiating nor
 /// growing a memory changes page protections. A request's instance then makes no `mmap`,
 /// `mprotect` or `munmap` call (each of which, in a process whose threads run on several
