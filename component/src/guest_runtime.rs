@@ -7,8 +7,77 @@
 #[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
 #[global_allocator]
 // SAFETY: a component instance runs on one thread (no `atomics` target feature).
-static ALLOCATOR: lol_alloc::AssumeSingleThreaded<lol_alloc::FreeListAllocator> =
-    unsafe { lol_alloc::AssumeSingleThreaded::new(lol_alloc::FreeListAllocator::new()) };
+static ALLOCATOR: lol_alloc::AssumeSingleThreaded<heap::Heap> =
+    unsafe { lol_alloc::AssumeSingleThreaded::new(heap::Heap::new()) };
+
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+mod heap {
+    use core::alloc::{GlobalAlloc, Layout};
+    use core::cell::Cell;
+
+    /// The free list, given the rest of the first page before its first allocation. The
+    /// free list takes its memory from `memory.grow` in whole 64 KiB pages, so without the
+    /// seed every instance would grow to a second page at its first allocation although
+    /// the stack and the data (`build.rs`) leave most of the first one free; and hosts that
+    /// start an instance per request (the wasi:http guard) reset every page an instance has,
+    /// after each request.
+    pub struct Heap {
+        seeded: Cell<bool>,
+        free: lol_alloc::FreeListAllocator,
+    }
+
+    impl Heap {
+        pub const fn new() -> Self {
+            Heap {
+                seeded: Cell::new(false),
+                free: lol_alloc::FreeListAllocator::new(),
+            }
+        }
+
+        /// Hands the free list the memory between the linker's `__heap_base` and the end of
+        /// the memory as instantiated, which nothing else uses.
+        ///
+        /// # Safety
+        /// Only before the first allocation (so that the memory has not grown).
+        unsafe fn seed(&self) {
+            unsafe extern "C" {
+                static __heap_base: u8;
+            }
+            const ALIGN: usize = 8;
+            let base = (&raw const __heap_base) as usize;
+            let start = base.next_multiple_of(ALIGN);
+            let end = core::arch::wasm32::memory_size(0) * 65536;
+            if end > start {
+                // SAFETY: [start, end) is free memory, aligned as the free list's nodes. The
+                // free list (lol_alloc 0.4) adds a block to its list by `dealloc`, as it does
+                // the pages it grows; a page it grows later starts at `end` and joins it.
+                unsafe {
+                    self.free.dealloc(
+                        start as *mut u8,
+                        Layout::from_size_align_unchecked(end - start, ALIGN),
+                    );
+                }
+            }
+        }
+    }
+
+    // SAFETY: every block comes from the free list, which has all the heap's memory.
+    unsafe impl GlobalAlloc for Heap {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            if !self.seeded.replace(true) {
+                // SAFETY: the first allocation.
+                unsafe { self.seed() };
+            }
+            // SAFETY: the caller's layout, passed on.
+            unsafe { self.free.alloc(layout) }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: `ptr` came from `alloc` with `layout`.
+            unsafe { self.free.dealloc(ptr, layout) }
+        }
+    }
+}
 
 /// `panic = "abort"` and no code path that panics on input; should one ever be reached,
 /// the instance traps rather than unwinding across the component boundary.

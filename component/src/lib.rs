@@ -299,8 +299,11 @@ impl Held {
 
     fn acquire_keyed(&self, key: u32, now: u64) -> wit::KeyedAdmission {
         let (decision, transitions) = self.acquire_core(now);
-        let rejection = match decision.map(|permit| (permit.is_probe(), self.store(permit, now))) {
-            Ok((probe, Ok(handle))) => {
+        let rejection = match decision.map(|permit| {
+            let admitted = (permit.is_probe(), permit.epoch());
+            (admitted, self.store(permit, now))
+        }) {
+            Ok(((probe, epoch), Ok(handle))) => {
                 let mut notes = if probe {
                     wit::AdmissionNotes::PROBE
                 } else {
@@ -312,6 +315,7 @@ impl Held {
                 return wit::KeyedAdmission::Admitted(wit::Ticketed {
                     ticket: ticket(key, handle),
                     notes,
+                    epoch,
                 });
             }
             Err(rejection) => self::rejection(rejection),

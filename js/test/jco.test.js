@@ -136,10 +136,12 @@ if (existsSync(BINDINGS)) {
     const key = breaker.key();
     const fault = { tag: 'status', val: 503 };
     let recorded;
+    const firstEpoch = breaker.metrics(0n).epoch;
     for (const now of [1n * MS, 2n * MS]) {
       const admission = circuitBreaker.acquireKeyed(key, now);
       assert.equal(admission.tag, 'admitted', `admitted at ${now}`);
       assert.equal(typeof admission.val.ticket, 'bigint');
+      assert.equal(admission.val.epoch, firstEpoch);
       assert.deepEqual(admission.val.notes, { probe: false, transitioned: false });
       recorded = circuitBreaker.recordKeyed(key, admission.val.ticket, fault, now);
       assert.equal(recorded.class, 'fault', 'a 503 is a fault');
@@ -162,6 +164,8 @@ if (existsSync(BINDINGS)) {
     const probe = circuitBreaker.acquireKeyed(key, 1003n * MS);
     assert.equal(probe.tag, 'admitted');
     assert.deepEqual(probe.val.notes, { probe: true, transitioned: true }, 'open to half-open on this call');
+    assert.equal(probe.val.epoch, breaker.metrics(1003n * MS).epoch, 'admitted in the half-open epoch');
+    assert.ok(probe.val.epoch > firstEpoch, 'two transitions since the first admission');
     const { ticket } = probe.val;
     assert.throws(
       () => circuitBreaker.recordKeyed(key, ticket, { tag: 'status', val: 700 }, 1003n * MS),

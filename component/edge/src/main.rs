@@ -9,8 +9,9 @@
 //!
 //! `bench` runs a local upstream that answers 200 at once, serves the guard and the bare
 //! handler against it (a fresh instance per request each), and measures both in one run,
-//! in alternating rounds: the latency of one request at a time (end to end, and the
-//! server's instantiation and handler times), then requests per second with C clients.
+//! taking turns: the latency of one request at a time (end to end, and the server's
+//! instantiation and handler times), then requests per second with C clients in
+//! alternating rounds.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -147,7 +148,7 @@ fn bench(args: &[String]) -> Result<()> {
         bench.engine
     );
 
-    // Warm up both (connections, caches), then alternate rounds so drift hits both.
+    // Warm up all three (connections, caches); then the two take turns, so drift hits both.
     for server in [&guard, &bare, &costed] {
         sequential(server.addr(), 200)?;
     }
@@ -161,22 +162,11 @@ fn bench(args: &[String]) -> Result<()> {
         ]
     };
     let (g0, b0) = (snapshot(&guard), snapshot(&bare));
+    let (mut guard_lat, mut bare_lat) = interleaved(guard.addr(), bare.addr(), bench.requests)?;
+    let (g1, b1) = (snapshot(&guard), snapshot(&bare));
     let rounds = 10;
     let per_round = (bench.requests / rounds).max(1);
-    let (mut guard_lat, mut bare_lat, mut costs) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        guard_lat.extend(
-            sequential(guard.addr(), per_round)?
-                .into_iter()
-                .map(|(l, _)| l),
-        );
-        bare_lat.extend(
-            sequential(bare.addr(), per_round)?
-                .into_iter()
-                .map(|(l, _)| l),
-        );
-    }
-    let (g1, b1) = (snapshot(&guard), snapshot(&bare));
+    let mut costs = Vec::new();
     for _ in 0..rounds {
         costs.extend(
             sequential(costed.addr(), per_round)?
@@ -192,8 +182,8 @@ fn bench(args: &[String]) -> Result<()> {
     let [gi, gh, gd] = per(g0, g1);
     let [bi, bh, bd] = per(b0, b1);
     println!(
-        "\none request at a time, {} requests each, {rounds} alternating rounds (µs):",
-        per_round * rounds
+        "\none request at a time, {} requests each, the two handlers taking turns (µs):",
+        bench.requests
     );
     println!("                         guard      bare   breaker's cost");
     let (gm, bm) = (mean(&guard_lat), mean(&bare_lat));
@@ -261,6 +251,32 @@ fn bench(args: &[String]) -> Result<()> {
 
 /// `n` requests in a row on one connection; each one's latency and the guard's
 /// `x-tripgate-cost` steps (load, acquire, record), in µs.
+/// `n` requests to each of `a` and `b`, one at a time, taking turns (ABBA, so that neither
+/// always follows the other): both see the same machine, whatever its neighbours do.
+fn interleaved(a: SocketAddr, b: SocketAddr, n: usize) -> Result<(Vec<f64>, Vec<f64>)> {
+    let (mut a, mut b) = (Client::new(a), Client::new(b));
+    let (mut la, mut lb) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let timed = |client: &mut Client| -> Result<f64> {
+        let started = Instant::now();
+        let answer = client.get("/")?;
+        let latency = started.elapsed().as_secs_f64() * 1e6;
+        if answer.status != 200 {
+            bail!("the server answered {}: {}", answer.status, answer.text());
+        }
+        Ok(latency)
+    };
+    for i in 0..n {
+        if i % 2 == 0 {
+            la.push(timed(&mut a)?);
+            lb.push(timed(&mut b)?);
+        } else {
+            lb.push(timed(&mut b)?);
+            la.push(timed(&mut a)?);
+        }
+    }
+    Ok((la, lb))
+}
+
 fn sequential(addr: SocketAddr, n: usize) -> Result<Vec<(f64, Option<[f64; 3]>)>> {
     let mut client = Client::new(addr);
     let mut answers = Vec::with_capacity(n);

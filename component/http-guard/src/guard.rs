@@ -3,7 +3,7 @@
 //! Every instance serves one request, so each request restores the breaker of its
 //! upstream's authority from the store, decides, and writes back with compare-and-swap:
 //!
-//! 1. **Admission.** Read the value, restore, `acquire`. A plain admission in a closed
+//! 1. **Admission.** Read the value, restore, `acquire-keyed`. A plain admission in a closed
 //!    breaker changes nothing another instance needs, so nothing is written, unless
 //!    nothing is stored yet: then the fresh state is written first, so that every
 //!    outcome's write is conditional on a value that exists. (On a store whose swap on an
@@ -19,7 +19,7 @@
 //!    error, another failure.
 //! 3. **Record**, before the answer goes out (so a client that has the answer to one
 //!    request sees its effect in the next). If the stored value is still the one this
-//!    breaker came from, the outcome is recorded with its permit (its duration counts)
+//!    breaker came from, the outcome is recorded with its ticket (its duration counts)
 //!    and written with compare-and-swap. If another instance wrote in between, the newest
 //!    value is restored instead, and the outcome counts there only if that breaker is
 //!    still in the epoch the call was admitted in (a call admitted before a transition is
@@ -37,7 +37,8 @@ use wasip2::clocks::monotonic_clock;
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::bindings::tripgate::breaker::circuit_breaker::{
-    Breaker, Config, Outcome, Permit, RejectReason, Rejection, State,
+    self as breaker, AdmissionNotes, Breaker, Config, KeyedAdmission, KeyedRejection, Outcome,
+    RejectReason, Rejection, State, Ticketed,
 };
 use crate::config::{BreakerSettings, Settings, Upstream};
 use crate::forward::{self, Sent};
@@ -58,6 +59,9 @@ pub fn guarded(
     };
     let config = config(&settings.breaker);
     let started = monotonic_clock::now();
+    // The steps' times for `x-tripgate-cost`, read only when asked for: every clock read
+    // is a host call.
+    let lap = || settings.costs.then(monotonic_clock::now);
     // Fails open: without a store the breaker is this request's alone.
     let (place, mut unguarded) = match Place::open(&settings.bucket, &upstream.authority) {
         Ok(place) => (Some(place), None),
@@ -66,9 +70,13 @@ pub fn guarded(
 
     let mut loaded = None;
     let mut attempt = 0;
-    let (breaker, permit, seen, held) = loop {
+    let (admitted, seen, held) = loop {
         attempt += 1;
-        let now = monotonic_clock::now();
+        let now = if attempt == 1 {
+            started
+        } else {
+            monotonic_clock::now()
+        };
         let read = place.as_ref().and_then(|place| match place.read() {
             Ok(read) => Some(read),
             Err(problem) => {
@@ -77,7 +85,9 @@ pub fn guarded(
             }
         });
         let restored = state::restore(read.as_ref().and_then(|r| r.value.as_deref()), &config, now);
-        loaded.get_or_insert_with(monotonic_clock::now);
+        if loaded.is_none() {
+            loaded = lap();
+        }
         let breaker = match restored {
             Ok(breaker) => breaker,
             Err(error) => {
@@ -88,27 +98,42 @@ pub fn guarded(
                 return forward::respond(out, 500, &message, &[]);
             }
         };
-        let admission = breaker.acquire(now);
-        let changed = !admission.transitions.is_empty();
-        match admission.decision {
-            Err(rejection) => {
-                if let (true, Some(place), Some(read)) = (changed, &place, read) {
+        // The keyed hot path: no permit resource to make, lend and drop, and no list
+        // of transitions to return (`wit/breaker.wit`).
+        let key = breaker.key();
+        match breaker::acquire_keyed(key, now) {
+            KeyedAdmission::UnknownKey => {
+                // One breaker per instance: its key always names it.
+                let message = "tripgate: the breaker's key names no breaker in its instance";
+                return forward::respond(out, 500, message, &[]);
+            }
+            KeyedAdmission::Rejected(KeyedRejection {
+                rejection,
+                transitioned,
+            }) => {
+                if let (true, Some(place), Some(read)) = (transitioned, &place, read) {
                     // Best effort: the next request makes the same transition if this
                     // write loses.
                     let _ = place.swap(read, &breaker, now);
                 }
                 return reject(out, upstream, &rejection);
             }
-            Ok(permit) => {
-                let (Some(place), Some(read)) = (&place, read) else {
-                    break (breaker, permit, None, None);
+            KeyedAdmission::Admitted(ticketed) => {
+                let admitted = Admitted {
+                    breaker,
+                    key,
+                    ticketed,
                 };
-                if !changed && !permit.is_probe() && read.value.is_some() {
+                let (Some(place), Some(read)) = (&place, read) else {
+                    break (admitted, None, None);
+                };
+                let notes = admitted.ticketed.notes;
+                if notes.is_empty() && read.value.is_some() {
                     // The read stays held: the outcome's write is conditional on it.
-                    break (breaker, permit, read.value.clone(), Some(read));
+                    break (admitted, read.value.clone(), Some(read));
                 }
-                match place.swap(read, &breaker, now) {
-                    Ok(written) => break (breaker, permit, Some(written), None),
+                match place.swap(read, &admitted.breaker, now) {
+                    Ok(written) => break (admitted, Some(written), None),
                     Err(Unwritten::Conflict) if attempt < ATTEMPTS => continue,
                     Err(Unwritten::Conflict) => {
                         let message = format!(
@@ -122,14 +147,15 @@ pub fn guarded(
                             &[("retry-after", "1".into())],
                         );
                     }
-                    Err(Unwritten::Failed) => break (breaker, permit, None, None),
+                    Err(Unwritten::Failed) => break (admitted, None, None),
                 }
             }
         }
     };
 
-    let decided = monotonic_clock::now();
-    let sent = forward::send(&prepared, upstream, settings.timeout, permit.is_probe());
+    let decided = lap();
+    let probe = admitted.ticketed.notes.contains(AdmissionNotes::PROBE);
+    let sent = forward::send(&prepared, upstream, settings.timeout, probe);
     let outcome = match &sent {
         Sent::Answered(response) => Some(Outcome::Status(response.status())),
         Sent::Timeout => Some(Outcome::Timeout),
@@ -137,17 +163,9 @@ pub fn guarded(
         Sent::Failure(_) => Some(Outcome::Failure),
         Sent::Denied => None,
     };
-    let answered = monotonic_clock::now();
+    let answered = lap();
     if let (Some(place), Some(outcome)) = (&place, outcome) {
-        record(
-            place,
-            &config,
-            breaker,
-            permit,
-            outcome,
-            seen.as_deref(),
-            held,
-        );
+        record(place, &config, admitted, outcome, seen.as_deref(), held);
     }
     let mut extra = Vec::new();
     if let Some(problem) = unguarded {
@@ -156,8 +174,7 @@ pub fn guarded(
             format!("the store failed: {problem}"),
         ));
     }
-    if settings.costs {
-        let loaded = loaded.unwrap_or(started);
+    if let (Some(loaded), Some(decided), Some(answered)) = (loaded, decided, answered) {
         let cost = format!(
             "load={};acquire={};record={}",
             loaded.saturating_sub(started),
@@ -169,6 +186,13 @@ pub fn guarded(
     answer(out, upstream, sent, settings.timeout, &extra);
 }
 
+/// An admitted call: its breaker, the breaker's key and the ticket.
+struct Admitted {
+    breaker: Breaker,
+    key: u32,
+    ticketed: Ticketed,
+}
+
 /// Step 3: the outcome into the newest state (see the module's docs). `held`: the read
 /// the admission decided on, when it wrote nothing; the first swap is conditional on it
 /// (a read of its own would see the same value unless another instance wrote, and then
@@ -176,14 +200,13 @@ pub fn guarded(
 fn record(
     place: &Place,
     config: &Config,
-    breaker: Breaker,
-    permit: Permit,
+    admitted: Admitted,
     outcome: Outcome,
     seen: Option<&[u8]>,
     mut held: Option<Read>,
 ) {
-    let epoch = permit.epoch();
-    let mut own = Some((breaker, permit));
+    let epoch = admitted.ticketed.epoch;
+    let mut own = Some(admitted);
     for _ in 0..ATTEMPTS {
         let now = monotonic_clock::now();
         let read = match held.take() {
@@ -194,8 +217,13 @@ fn record(
             },
         };
         if read.value.as_deref() == seen {
-            if let Some((breaker, permit)) = own.take() {
-                if breaker.record_outcome(permit, outcome, now).is_err() {
+            if let Some(Admitted {
+                breaker,
+                key,
+                ticketed,
+            }) = own.take()
+            {
+                if breaker::record_keyed(key, ticketed.ticket, outcome, now).is_err() {
                     return;
                 }
                 match place.swap(read, &breaker, now) {
@@ -204,7 +232,7 @@ fn record(
                 }
             }
         }
-        // Dropping the permit records `cancelled` on a breaker nobody keeps.
+        // This instance's breaker is stale: nobody keeps it.
         own = None;
         if !replay(place, config, read, epoch, &outcome, now) {
             return;
@@ -225,11 +253,14 @@ fn replay(
     let Ok(breaker) = state::restore(read.value.as_deref(), config, now) else {
         return false;
     };
-    let Ok(permit) = breaker.acquire(now).decision else {
+    let key = breaker.key();
+    let KeyedAdmission::Admitted(ticketed) = breaker::acquire_keyed(key, now) else {
         // The breaker moved on (opened, is probing): a call of an earlier epoch is stale.
         return false;
     };
-    if permit.epoch() != epoch || breaker.record_outcome(permit, *outcome, now).is_err() {
+    if ticketed.epoch != epoch
+        || breaker::record_keyed(key, ticketed.ticket, *outcome, now).is_err()
+    {
         return false;
     }
     matches!(place.swap(read, &breaker, now), Err(Unwritten::Conflict))

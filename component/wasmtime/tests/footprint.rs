@@ -57,6 +57,13 @@ fn bytes_per_breaker_and_per_permit_in_one_instance() {
     // Warm the allocator up with one breaker, so the count is of breakers, not of its
     // first heap.
     let first = instance.breaker(&Config::default()).unwrap();
+    let permit = first.acquire().unwrap().decision.unwrap();
+    permit.record(Outcome::Success).unwrap();
+    assert_eq!(
+        instance.memory_bytes(),
+        fresh,
+        "a breaker and its permit fit in the first page's heap (guest_runtime::heap)"
+    );
     let before = instance.memory_bytes();
     let breakers: Vec<_> = (0..BREAKERS)
         .map(|_| instance.breaker(&Config::default()).unwrap())

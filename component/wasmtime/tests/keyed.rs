@@ -1,6 +1,7 @@
 //! The component's two shapes agree: the keyed hot path (`acquire-keyed`, `record-keyed`),
 //! with transitions counted and read through `last-transitions`, reports exactly what the
-//! resource functions (`acquire`, `record-outcome`) do, call by call, on twin breakers. A
+//! resource functions (`acquire`, `record-outcome`) do, call by call, on twin breakers
+//! (a ticket's epoch is its twin permit's). A
 //! key names its breaker only while the breaker's handle lives, and a ticket names a
 //! permit only on the breaker that issued it.
 
@@ -94,6 +95,11 @@ fn keyed_results_and_last_transitions_match_the_resource_functions() {
                     probe.call_is_probe(&mut store, permit).unwrap(),
                     admitted.notes.contains(AdmissionNotes::PROBE),
                     "probe at {now}"
+                );
+                assert_eq!(
+                    probe.call_epoch(&mut store, permit).unwrap(),
+                    admitted.epoch,
+                    "epoch at {now}"
                 );
                 (permit, admitted.ticket)
             }
