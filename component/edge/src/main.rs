@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use tripgate_edge::client::Client;
+use tripgate_edge::client::{Answer, Client};
 use tripgate_edge::{EngineKind, Handler, KeyValue, Options, Runtime, Server};
 
 fn main() {
@@ -249,47 +249,44 @@ fn bench(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `n` requests in a row on one connection; each one's latency and the guard's
-/// `x-tripgate-cost` steps (load, acquire, record), in µs.
 /// `n` requests to each of `a` and `b`, one at a time, taking turns (ABBA, so that neither
 /// always follows the other): both see the same machine, whatever its neighbours do.
 fn interleaved(a: SocketAddr, b: SocketAddr, n: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     let (mut a, mut b) = (Client::new(a), Client::new(b));
     let (mut la, mut lb) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    let timed = |client: &mut Client| -> Result<f64> {
-        let started = Instant::now();
-        let answer = client.get("/")?;
-        let latency = started.elapsed().as_secs_f64() * 1e6;
-        if answer.status != 200 {
-            bail!("the server answered {}: {}", answer.status, answer.text());
-        }
-        Ok(latency)
-    };
     for i in 0..n {
         if i % 2 == 0 {
-            la.push(timed(&mut a)?);
-            lb.push(timed(&mut b)?);
+            la.push(timed(&mut a)?.0);
+            lb.push(timed(&mut b)?.0);
         } else {
-            lb.push(timed(&mut b)?);
-            la.push(timed(&mut a)?);
+            lb.push(timed(&mut b)?.0);
+            la.push(timed(&mut a)?.0);
         }
     }
     Ok((la, lb))
 }
 
+/// `n` requests in a row on one connection; each one's latency and the guard's
+/// `x-tripgate-cost` steps (load, acquire, record), in µs.
 fn sequential(addr: SocketAddr, n: usize) -> Result<Vec<(f64, Option<[f64; 3]>)>> {
     let mut client = Client::new(addr);
     let mut answers = Vec::with_capacity(n);
     for _ in 0..n {
-        let started = Instant::now();
-        let answer = client.get("/")?;
-        let latency = started.elapsed().as_secs_f64() * 1e6;
-        if answer.status != 200 {
-            bail!("the server answered {}: {}", answer.status, answer.text());
-        }
+        let (latency, answer) = timed(&mut client)?;
         answers.push((latency, answer.header("x-tripgate-cost").and_then(cost)));
     }
     Ok(answers)
+}
+
+/// One `GET /` and its latency in µs; anything but a 200 is an error.
+fn timed(client: &mut Client) -> Result<(f64, Answer)> {
+    let started = Instant::now();
+    let answer = client.get("/")?;
+    let latency = started.elapsed().as_secs_f64() * 1e6;
+    if answer.status != 200 {
+        bail!("the server answered {}: {}", answer.status, answer.text());
+    }
+    Ok((latency, answer))
 }
 
 /// `load=N;acquire=N;record=N` (ns) as µs.
