@@ -101,6 +101,21 @@ pub(crate) struct Held {
 }
 
 impl Held {
+    fn new(breaker: Breaker) -> Self {
+        Held {
+            handles: RefCell::new(None),
+            core: RefCell::new(breaker),
+            last: Cell::new(core_api::Transitions::default()),
+        }
+    }
+
+    /// The breaker's handle and key.
+    fn keep(self) -> (wit::Breaker, u32) {
+        let held = Rc::new(self);
+        let key = KEYS.insert(Rc::clone(&held));
+        (wit::Breaker::new(BreakerResource(held, key)), key)
+    }
+
     /// Keeps `transitions` for `last-transitions` when there are any; returns their count.
     fn note(&self, transitions: core_api::Transitions) -> u8 {
         if !transitions.is_empty() {
@@ -304,14 +319,17 @@ impl Held {
             (admitted, self.store(permit, now))
         }) {
             Ok(((probe, epoch), Ok(handle))) => {
-                let mut notes = if probe {
-                    wit::AdmissionNotes::PROBE
-                } else {
-                    wit::AdmissionNotes::empty()
+                let flag = |on: bool, flag| {
+                    if on {
+                        flag
+                    } else {
+                        wit::AdmissionNotes::empty()
+                    }
                 };
-                if transitions > 0 {
-                    notes = notes | wit::AdmissionNotes::TRANSITIONED;
-                }
+                // `|`, not `|=`: wit-bindgen's flags have no `BitOrAssign` without its
+                // `bitflags` feature.
+                let notes = flag(probe, wit::AdmissionNotes::PROBE)
+                    | flag(transitions > 0, wit::AdmissionNotes::TRANSITIONED);
                 return wit::KeyedAdmission::Admitted(wit::Ticketed {
                     ticket: ticket(key, handle),
                     notes,
@@ -355,16 +373,18 @@ impl Held {
         // A ticket that names no permit out here records a stale outcome.
         let (judged, transitions) = self.record_core(permit, outcome, now);
         // A stale ticket's start may be gone with its table entry: never slow.
-        let mut notes = if judged.stale {
+        let judged_notes = if judged.stale {
             wit::OutcomeNotes::STALE
         } else if judged.slow {
             wit::OutcomeNotes::SLOW
         } else {
             wit::OutcomeNotes::empty()
         };
-        if transitions > 0 {
-            notes = notes | wit::OutcomeNotes::TRANSITIONED;
-        }
+        let notes = if transitions > 0 {
+            judged_notes | wit::OutcomeNotes::TRANSITIONED
+        } else {
+            judged_notes
+        };
         Ok(wit::KeyedRecord {
             class: case(wit::Class::from_repr, judged.class.code()),
             notes,
@@ -375,13 +395,28 @@ impl Held {
 impl wit::GuestBreaker for BreakerResource {
     fn create(config: wit::Config, now: u64) -> Result<wit::Breaker, wit::ConfigError> {
         let breaker = Breaker::new(core_config(config)?, now).map_err(config_error)?;
-        let held = Rc::new(Held {
-            handles: RefCell::new(None),
-            core: RefCell::new(breaker),
-            last: Cell::new(core_api::Transitions::default()),
-        });
-        let key = KEYS.insert(Rc::clone(&held));
-        Ok(wit::Breaker::new(BreakerResource(held, key)))
+        Ok(Held::new(breaker).keep().0)
+    }
+
+    fn restore(
+        config: wit::Config,
+        snapshot: Option<wit::Snapshot>,
+        now: u64,
+    ) -> Result<wit::RestoredBreaker, wit::ConfigError> {
+        let mut breaker = Breaker::new(core_config(config)?, now).map_err(config_error)?;
+        // A fresh breaker takes a state exactly, or stays as it is.
+        let imported = match snapshot {
+            Some(snapshot) => breaker
+                .import(&snapshot.bytes, snapshot.elapsed, now)
+                .map_err(snapshot_error),
+            None => Ok(()),
+        };
+        let (breaker, key) = Held::new(breaker).keep();
+        Ok(wit::RestoredBreaker {
+            breaker,
+            key,
+            imported,
+        })
     }
 
     fn key(&self) -> u32 {

@@ -26,11 +26,17 @@ impl<'a> Writer<'a> {
         }
     }
 
-    pub(crate) fn bytes(&mut self, bytes: &[u8]) {
-        let end = self.len.saturating_add(bytes.len());
-        match self.out.get_mut(self.len..end) {
+    /// Appends `N` bytes: a fixed-width store, where a slice's copy is a `memory.copy`,
+    /// which a wasm runtime may run as a call into the host.
+    pub(crate) fn put<const N: usize>(&mut self, bytes: [u8; N]) {
+        let end = self.len.saturating_add(N);
+        match self
+            .out
+            .get_mut(self.len..)
+            .and_then(<[u8]>::first_chunk_mut::<N>)
+        {
             Some(dst) => {
-                dst.copy_from_slice(bytes);
+                *dst = bytes;
                 self.len = end;
             }
             None => self.overflow = true,
@@ -38,16 +44,16 @@ impl<'a> Writer<'a> {
     }
 
     pub(crate) fn u8(&mut self, v: u8) {
-        self.bytes(&[v]);
+        self.put([v]);
     }
     pub(crate) fn u16(&mut self, v: u16) {
-        self.bytes(&v.to_le_bytes());
+        self.put(v.to_le_bytes());
     }
     pub(crate) fn u32(&mut self, v: u32) {
-        self.bytes(&v.to_le_bytes());
+        self.put(v.to_le_bytes());
     }
     pub(crate) fn u64(&mut self, v: u64) {
-        self.bytes(&v.to_le_bytes());
+        self.put(v.to_le_bytes());
     }
     /// A run of `u64`s. Out of line: inlined, the loop over a fixed-length array is
     /// unrolled, and the component has a size budget.

@@ -214,10 +214,13 @@ impl StatusSet {
 
     /// The set plus `code` (codes outside 100–599 are ignored).
     #[must_use]
-    pub fn with(mut self, code: u16) -> Self {
+    pub const fn with(mut self, code: u16) -> Self {
         if let Some((word, bit)) = Self::locate(code) {
-            if let Some(w) = self.0.get_mut(word) {
-                *w |= bit;
+            // `get_mut` is not `const`.
+            if let Some((_, rest)) = self.0.split_at_mut_checked(word) {
+                if let Some(w) = rest.first_mut() {
+                    *w |= bit;
+                }
             }
         }
         self
@@ -236,8 +239,16 @@ impl StatusSet {
 
     /// The set plus every code in `lo..=hi`.
     #[must_use]
-    pub fn with_range(self, lo: u16, hi: u16) -> Self {
-        (lo..=hi).fold(self, Self::with)
+    pub const fn with_range(mut self, lo: u16, hi: u16) -> Self {
+        let mut code = lo;
+        while code <= hi {
+            self = self.with(code);
+            match code.checked_add(1) {
+                Some(next) => code = next,
+                None => break,
+            }
+        }
+        self
     }
 
     /// The codes in the set, ascending.
@@ -245,21 +256,28 @@ impl StatusSet {
         (HttpStatus::MIN..=HttpStatus::MAX).filter(|&code| self.contains(code))
     }
 
-    fn locate(code: u16) -> Option<(usize, u64)> {
-        let offset = HttpStatus::new(code)
-            .ok()?
-            .get()
-            .checked_sub(HttpStatus::MIN)?;
-        let word = usize::from(offset.checked_div(64)?);
-        let bit = 1u64.checked_shl(u32::from(offset.checked_rem(64)?))?;
-        Some((word, bit))
+    const fn locate(code: u16) -> Option<(usize, u64)> {
+        if code < HttpStatus::MIN || code > HttpStatus::MAX {
+            return None;
+        }
+        let offset = code.wrapping_sub(HttpStatus::MIN);
+        // `offset` < 500: the word is below 8, the bit below 64.
+        Some((
+            offset.wrapping_div(64) as usize,
+            1u64.wrapping_shl(offset.wrapping_rem(64) as u32),
+        ))
     }
+
+    /// 5xx and 429, built by the compiler: folded on every call, the hundred codes were
+    /// most of what creating a breaker cost where each request creates one (a fresh wasm
+    /// instance per request).
+    const DEFAULT: Self = Self::EMPTY.with_range(500, 599).with(429);
 }
 
 impl Default for StatusSet {
     /// 5xx and 429.
     fn default() -> Self {
-        Self::EMPTY.with_range(500, 599).with(429)
+        Self::DEFAULT
     }
 }
 
@@ -278,8 +296,11 @@ impl GrpcSet {
 
     /// The set plus `code` (codes above 16 are ignored).
     #[must_use]
-    pub fn with(self, code: u8) -> Self {
-        Self(self.0 | Self::bit(code).unwrap_or(0))
+    pub const fn with(self, code: u8) -> Self {
+        match Self::bit(code) {
+            Some(bit) => Self(self.0 | bit),
+            None => self,
+        }
     }
 
     /// The set without `code`.
@@ -293,23 +314,26 @@ impl GrpcSet {
         (0..=GrpcCode::MAX).filter(|&code| self.contains(code))
     }
 
-    fn bit(code: u8) -> Option<u32> {
-        GrpcCode::new(code).ok()?;
-        1u32.checked_shl(u32::from(code))
+    const fn bit(code: u8) -> Option<u32> {
+        if code > GrpcCode::MAX {
+            return None;
+        }
+        1u32.checked_shl(code as u32)
     }
+
+    /// `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED`, `INTERNAL`, `UNAVAILABLE`, built by the
+    /// compiler (as `StatusSet`'s default).
+    const DEFAULT: Self = Self::EMPTY
+        .with(GrpcCode::DEADLINE_EXCEEDED.get())
+        .with(GrpcCode::RESOURCE_EXHAUSTED.get())
+        .with(GrpcCode::INTERNAL.get())
+        .with(GrpcCode::UNAVAILABLE.get());
 }
 
 impl Default for GrpcSet {
     /// `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED`, `INTERNAL`, `UNAVAILABLE`.
     fn default() -> Self {
-        [
-            GrpcCode::DEADLINE_EXCEEDED,
-            GrpcCode::RESOURCE_EXHAUSTED,
-            GrpcCode::INTERNAL,
-            GrpcCode::UNAVAILABLE,
-        ]
-        .iter()
-        .fold(Self::EMPTY, |set, code| set.with(code.get()))
+        Self::DEFAULT
     }
 }
 

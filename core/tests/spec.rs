@@ -448,3 +448,25 @@ fn snapshot_probes_still_out_hold_the_upstream_across_recycling() {
         2
     );
 }
+
+#[test]
+fn default_fault_sets_are_5xx_and_429_and_the_four_grpc_codes() {
+    use tripgate_core::{GrpcSet, StatusSet};
+    let statuses: Vec<u16> = StatusSet::default().iter().collect();
+    let expected: Vec<u16> = core::iter::once(429).chain(500..=599).collect();
+    assert_eq!(statuses, expected);
+    let built = (500..=599)
+        .fold(StatusSet::EMPTY, StatusSet::with)
+        .with(429);
+    assert_eq!(StatusSet::default(), built);
+    assert_eq!(StatusSet::EMPTY.with_range(100, 599).iter().count(), 500);
+    assert_eq!(
+        StatusSet::EMPTY
+            .with_range(598, u16::MAX)
+            .iter()
+            .collect::<Vec<_>>(),
+        [598, 599]
+    );
+    let grpc: Vec<u8> = GrpcSet::default().iter().collect();
+    assert_eq!(grpc, [4, 8, 13, 14]);
+}

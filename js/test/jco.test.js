@@ -177,6 +177,41 @@ if (existsSync(BINDINGS)) {
     assert.equal(again.notes.stale, true, 'a ticket recorded twice is stale');
   });
 
+  // restore (create, import-state and key in one call), as a per-request instance uses it.
+  test('component under jco: restore brings back an exported state with its key', () => {
+    const config = { failureThreshold: 2, minCalls: 2, cooldown: 1000n * MS };
+    const tripped = circuitBreaker.Breaker.create(config, 0n);
+    for (const now of [1n * MS, 2n * MS]) {
+      const { ticket } = circuitBreaker.acquireKeyed(tripped.key(), now).val;
+      circuitBreaker.recordKeyed(tripped.key(), ticket, { tag: 'timeout' }, now);
+    }
+    const bytes = tripped.exportState(3n * MS);
+
+    const restored = circuitBreaker.Breaker.restore(config, { bytes, elapsed: 100n * MS }, 0n);
+    assert.deepEqual(restored.imported, { tag: 'ok', val: undefined });
+    assert.equal(restored.key, restored.breaker.key());
+    const rejected = circuitBreaker.acquireKeyed(restored.key, 0n);
+    assert.equal(rejected.tag, 'rejected');
+    assert.equal(rejected.val.rejection.retryAfter, 899n * MS, 'tripped at 2 ms, exported at 3, 100 ms since');
+
+    const fresh = circuitBreaker.Breaker.restore(config, undefined, 0n);
+    assert.deepEqual(fresh.imported, { tag: 'ok', val: undefined });
+    assert.equal(fresh.breaker.state(0n), 'closed');
+
+    const damaged = Uint8Array.from(bytes);
+    damaged[20] ^= 0x40;
+    const refused = circuitBreaker.Breaker.restore(config, { bytes: damaged, elapsed: 0n }, 0n);
+    assert.equal(refused.imported.tag, 'err');
+    assert.equal(refused.imported.val.kind, 'checksum');
+    assert.equal(refused.breaker.state(0n), 'closed', 'a refused snapshot leaves a fresh breaker');
+    assert.equal(circuitBreaker.acquireKeyed(refused.key, 0n).tag, 'admitted');
+
+    assert.throws(
+      () => circuitBreaker.Breaker.restore({ failureThreshold: 0 }, { bytes, elapsed: 0n }, 0n),
+      (error) => error.payload?.field === 'failure-threshold',
+    );
+  });
+
   test('component under jco: a key that names no breaker is an answer, not a trap', () => {
     const breaker = circuitBreaker.Breaker.create({}, 0n);
     const none = 0xffffffff;

@@ -13,6 +13,7 @@
 use std::hint::black_box;
 
 use tripgate_host::{Clock, CoarseClock, FakeClock};
+use tripgate_wasmtime::wit;
 use tripgate_wasmtime::{Config, Outcome, Runtime};
 use tripgate_wasmtime_bench::{admitted, keyed_pair, Bare, ScalarV020};
 
@@ -51,6 +52,7 @@ fn main() {
                     "unwind" => drop(config.native_unwind_info(false)),
                     "lazy" => drop(config.table_lazy_init(false)),
                     "signals" => drop(config.signals_based_traps(false)),
+                    "perfmap" => drop(config.profiler(wasmtime::ProfilingStrategy::PerfMap)),
                     _ => {}
                 }
             }
@@ -116,6 +118,28 @@ fn main() {
                     }
                     "bare-state" => {
                         black_box(api.call_state(store, me, 1).unwrap());
+                    }
+                    "bare-restore" | "bare-create-import" => {
+                        let config = wit::Config::default();
+                        let bytes = api.call_export_state(&mut *store, me, 1).unwrap().unwrap();
+                        let breaker = if bare == "bare-restore" {
+                            let snapshot = wit::Snapshot { bytes, elapsed: 0 };
+                            let restored = api
+                                .call_restore(&mut *store, &config, Some(&snapshot), 1)
+                                .unwrap()
+                                .unwrap();
+                            black_box(restored.key);
+                            restored.breaker
+                        } else {
+                            let breaker =
+                                api.call_create(&mut *store, &config, 1).unwrap().unwrap();
+                            api.call_import_state(&mut *store, breaker, &bytes, 0, 1)
+                                .unwrap()
+                                .unwrap();
+                            black_box(api.call_key(&mut *store, breaker).unwrap());
+                            breaker
+                        };
+                        breaker.resource_drop(&mut *store).unwrap();
                     }
                     other => panic!("unknown workload {other}"),
                 }

@@ -3,7 +3,7 @@
 //! Every instance serves one request, so each request restores the breaker of its
 //! upstream's authority from the store, decides, and writes back with compare-and-swap:
 //!
-//! 1. **Admission.** Read the value, restore, `acquire-keyed`. A plain admission in a closed
+//! 1. **Admission.** Read the value, `restore`, `acquire-keyed`. A plain admission in a closed
 //!    breaker changes nothing another instance needs, so nothing is written, unless
 //!    nothing is stored yet: then the fresh state is written first, so that every
 //!    outcome's write is conditional on a value that exists. (On a store whose swap on an
@@ -88,8 +88,8 @@ pub fn guarded(
         if loaded.is_none() {
             loaded = lap();
         }
-        let breaker = match restored {
-            Ok(breaker) => breaker,
+        let (breaker, key) = match restored {
+            Ok(restored) => restored,
             Err(error) => {
                 let message = format!(
                     "tripgate: the breaker settings are invalid: {}",
@@ -100,7 +100,6 @@ pub fn guarded(
         };
         // The keyed hot path: no permit resource to make, lend and drop, and no list
         // of transitions to return (`wit/breaker.wit`).
-        let key = breaker.key();
         match breaker::acquire_keyed(key, now) {
             KeyedAdmission::UnknownKey => {
                 // One breaker per instance: its key always names it.
@@ -250,10 +249,9 @@ fn replay(
     outcome: &Outcome,
     now: u64,
 ) -> bool {
-    let Ok(breaker) = state::restore(read.value.as_deref(), config, now) else {
+    let Ok((breaker, key)) = state::restore(read.value.as_deref(), config, now) else {
         return false;
     };
-    let key = breaker.key();
     let KeyedAdmission::Admitted(ticketed) = breaker::acquire_keyed(key, now) else {
         // The breaker moved on (opened, is probing): a call of an earlier epoch is stale.
         return false;

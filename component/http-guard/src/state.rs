@@ -10,7 +10,7 @@
 
 use wasip2::clocks::wall_clock;
 
-use crate::bindings::tripgate::breaker::circuit_breaker::{Breaker, Config, ConfigError};
+use crate::bindings::tripgate::breaker::circuit_breaker::{Breaker, Config, ConfigError, Snapshot};
 use crate::bindings::wasi::keyvalue::store::Error;
 
 #[cfg(not(feature = "draft"))]
@@ -64,17 +64,21 @@ pub fn wall_now() -> u64 {
         .saturating_add(u64::from(now.nanoseconds))
 }
 
-/// A breaker at `now` with the state in `value`: fresh when there is none, or when the
-/// stored value is not a state this configuration can take (another format, another
-/// window shape: the next write replaces it).
-pub fn restore(value: Option<&[u8]>, config: &Config, now: u64) -> Result<Breaker, ConfigError> {
-    let breaker = Breaker::create(config, now)?;
-    if let Some((stamp, snapshot)) = value.and_then(split) {
-        let elapsed = wall_now().saturating_sub(stamp);
-        // A refused import leaves the breaker as created.
-        let _ = breaker.import_state(snapshot, elapsed, now);
-    }
-    Ok(breaker)
+/// A breaker at `now` with the state in `value`, and its key: fresh when there is none,
+/// or when the stored value is not a state this configuration can take (another format,
+/// another window shape: the next write replaces it).
+pub fn restore(
+    value: Option<&[u8]>,
+    config: &Config,
+    now: u64,
+) -> Result<(Breaker, u32), ConfigError> {
+    let snapshot = value.and_then(split).map(|(stamp, bytes)| Snapshot {
+        bytes: bytes.to_vec(),
+        elapsed: wall_now().saturating_sub(stamp),
+    });
+    // A refused snapshot leaves the breaker as created (`imported` says why).
+    let restored = Breaker::restore(config, snapshot.as_ref(), now)?;
+    Ok((restored.breaker, restored.key))
 }
 
 fn split(value: &[u8]) -> Option<(u64, &[u8])> {

@@ -310,14 +310,8 @@ fn invalid_outcomes_are_errors_and_release_the_permit() {
 /// by the `component` fuzz target.
 #[test]
 fn a_refused_permit_resource_is_released_at_its_breakers_latest_instant() {
-    use tripgate_wasmtime::bindings::Tripgate;
-    use wasmtime::component::{Component, Linker};
-    use wasmtime::{Engine, Store};
     let start = u64::MAX - 10 * SECOND;
-    let engine = Engine::default();
-    let component = Component::new(&engine, tripgate_wasmtime::COMPONENT).unwrap();
-    let mut store = Store::new(&engine, ());
-    let tripgate = Tripgate::instantiate(&mut store, &component, &Linker::new(&engine)).unwrap();
+    let (mut store, tripgate) = common::bare();
     let api = tripgate.tripgate_breaker_circuit_breaker().breaker();
     let config = tripgate_wasmtime::wit::Config::default();
     let a = api

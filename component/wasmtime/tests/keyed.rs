@@ -5,14 +5,15 @@
 //! key names its breaker only while the breaker's handle lives, and a ticket names a
 //! permit only on the breaker that issued it.
 
-use tripgate_wasmtime::bindings::Tripgate;
+mod common;
+
 use tripgate_wasmtime::wit::{
     self, AdmissionNotes, Class, KeyedAdmission, Outcome, OutcomeNotes, RecordError, Rejection,
     Ticketed, Transition,
 };
-use tripgate_wasmtime::{COMPONENT, MILLISECOND as MS, SECOND as S};
-use wasmtime::component::{Component, Linker, ResourceAny};
-use wasmtime::{Engine, Store};
+use tripgate_wasmtime::{MILLISECOND as MS, SECOND as S};
+use wasmtime::component::ResourceAny;
+use wasmtime::Store;
 
 /// The key of a breaker made when the instance has none left.
 const NO_KEY: u32 = u32::MAX;
@@ -35,18 +36,9 @@ fn ticket(admission: KeyedAdmission) -> u64 {
     decided(admission).0.expect("admitted").ticket
 }
 
-/// A fresh instance of the component on the bare bindings.
-fn instance() -> (Store<()>, Tripgate) {
-    let engine = Engine::default();
-    let component = Component::new(&engine, COMPONENT).unwrap();
-    let mut store = Store::new(&engine, ());
-    let tripgate = Tripgate::instantiate(&mut store, &component, &Linker::new(&engine)).unwrap();
-    (store, tripgate)
-}
-
 #[test]
 fn keyed_results_and_last_transitions_match_the_resource_functions() {
-    let (mut store, tripgate) = instance();
+    let (mut store, tripgate) = common::bare();
     let hot = tripgate.tripgate_breaker_circuit_breaker();
     let api = hot.breaker();
     let config = wit::Config {
@@ -180,7 +172,7 @@ fn keyed_results_and_last_transitions_match_the_resource_functions() {
 
 #[test]
 fn a_key_names_its_breaker_only_while_the_breaker_lives() {
-    let (mut store, tripgate) = instance();
+    let (mut store, tripgate) = common::bare();
     let hot = tripgate.tripgate_breaker_circuit_breaker();
     let api = hot.breaker();
     let config = wit::Config::default();
@@ -256,7 +248,7 @@ fn a_key_names_its_breaker_only_while_the_breaker_lives() {
 /// out the same handles in the same order.
 #[test]
 fn twin_breakers_hand_out_tickets_that_are_stale_on_each_other() {
-    let (mut store, tripgate) = instance();
+    let (mut store, tripgate) = common::bare();
     let hot = tripgate.tripgate_breaker_circuit_breaker();
     let api = hot.breaker();
     let config = wit::Config::default();
@@ -303,7 +295,7 @@ fn twin_breakers_hand_out_tickets_that_are_stale_on_each_other() {
 /// instead of wrapping), and every dropped key still names nothing.
 #[test]
 fn keys_never_repeat_even_past_a_slots_last_generation() {
-    let (mut store, tripgate) = instance();
+    let (mut store, tripgate) = common::bare();
     let hot = tripgate.tripgate_breaker_circuit_breaker();
     let api = hot.breaker();
     let config = wit::Config::default();

@@ -82,7 +82,7 @@ impl Breaker {
         }
 
         let mut w = Writer::new(out);
-        w.bytes(&MAGIC);
+        w.put(MAGIC);
         w.u8(VERSION);
         shape(&self.window, &mut w);
         w.u8(phase.state.code());
