@@ -268,8 +268,8 @@ impl StatusSet {
         ))
     }
 
-    /// 5xx and 429, built by the compiler: folded on every call, the hundred codes were
-    /// most of what creating a breaker cost where each request creates one (a fresh wasm
+    /// 5xx and 429, built by the compiler: folded at run time, the hundred codes would be
+    /// most of what creating a breaker costs where each request creates one (a fresh wasm
     /// instance per request).
     const DEFAULT: Self = Self::EMPTY.with_range(500, 599).with(429);
 }
