@@ -4,7 +4,10 @@
 //! resource pair (`bare-resource`), a `state()` (`bare-state`), the 0.2.0 scalar pair
 //! (`bare-scalar-v020`, with `TRIPGATE_COMPONENT_V020` naming a build of that version), or
 //! the keyed pair with the store behind a `Mutex` and a `CoarseClock` read per call
-//! (`bare-keyed-locked`: what thread safety and a clock alone add to the bare bindings).
+//! (`bare-keyed-locked`: what thread safety and a clock alone add to the bare bindings),
+//! or what an instance per request starts and ends with: an `export-state`, a breaker
+//! brought back from it, and its drop, by one `restore` call (`bare-restore`) or by
+//! `create`, `import-state` and `key` (`bare-create-import`).
 //! Under `valgrind --tool=callgrind` the instruction counts compare paths on a busy
 //! machine; `CLOCK=fixed` gives the library a clock that stands at 1 ns, as the bare paths
 //! pass `now = 1`, so that both do the same work in the guest (a moving clock turns the
@@ -44,7 +47,8 @@ fn main() {
         }
         bare => {
             // KNOBS=backtraces,unwind,lazy,signals turns those engine settings off, one
-            // by one, to compare their call costs.
+            // by one, to compare their call costs; `perfmap` writes /tmp/perf-PID.map,
+            // which names the guest's functions in a profile (`wasm[0]::function[N]`).
             let mut config = wasmtime::Config::new();
             for knob in std::env::var("KNOBS").unwrap_or_default().split(',') {
                 match knob {

@@ -107,35 +107,27 @@ fn restore_reads_as_create_and_import_on_every_kind_of_snapshot() {
         restore_beside_create_and_import(&mut store, &tripgate, &config(), None, now);
     assert_eq!((imported, state), (Ok(()), State::Closed));
 
-    // A tripped breaker's state, 100 ms after its export: still open.
-    let snapshot = wit::Snapshot {
-        bytes: bytes.clone(),
-        elapsed: 100 * MS,
+    // Every other case restores from bytes, `elapsed` after their export.
+    let mut from = |config: &wit::Config, bytes: &[u8], elapsed: u64| {
+        let snapshot = wit::Snapshot {
+            bytes: bytes.to_vec(),
+            elapsed,
+        };
+        restore_beside_create_and_import(&mut store, &tripgate, config, Some(snapshot), now)
     };
-    let (imported, state) =
-        restore_beside_create_and_import(&mut store, &tripgate, &config(), Some(snapshot), now);
-    assert_eq!((imported, state), (Ok(()), State::Open));
+
+    // A tripped breaker's state, 100 ms after its export: still open.
+    assert_eq!(from(&config(), &bytes, 100 * MS), (Ok(()), State::Open));
 
     // The same state once its cooldown has passed: half-open.
-    let snapshot = wit::Snapshot {
-        bytes: bytes.clone(),
-        elapsed: 2 * S,
-    };
-    let (imported, state) =
-        restore_beside_create_and_import(&mut store, &tripgate, &config(), Some(snapshot), now);
-    assert_eq!((imported, state), (Ok(()), State::HalfOpen));
+    assert_eq!(from(&config(), &bytes, 2 * S), (Ok(()), State::HalfOpen));
 
     // Damaged bytes: refused by the checksum, the breaker fresh.
     let mut damaged = bytes.clone();
     if let Some(byte) = damaged.get_mut(20) {
         *byte ^= 0x40;
     }
-    let snapshot = wit::Snapshot {
-        bytes: damaged,
-        elapsed: 0,
-    };
-    let (imported, state) =
-        restore_beside_create_and_import(&mut store, &tripgate, &config(), Some(snapshot), now);
+    let (imported, state) = from(&config(), &damaged, 0);
     assert_eq!(imported.unwrap_err().kind, SnapshotErrorKind::Checksum);
     assert_eq!(state, State::Closed);
 
@@ -144,9 +136,7 @@ fn restore_reads_as_create_and_import_on_every_kind_of_snapshot() {
         buckets: Some(5),
         ..config()
     };
-    let snapshot = wit::Snapshot { bytes, elapsed: 0 };
-    let (imported, state) =
-        restore_beside_create_and_import(&mut store, &tripgate, &other, Some(snapshot), now);
+    let (imported, state) = from(&other, &bytes, 0);
     let refused = imported.unwrap_err();
     assert_eq!(refused.kind, SnapshotErrorKind::WindowShape);
     assert!(!refused.message.is_empty());
