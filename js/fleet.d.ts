@@ -53,6 +53,8 @@ export interface FleetCounts {
 export interface FleetStatus {
   /** This process's member id, 16 hex digits. */
   memberId: string;
+  /** Who holds the probe lease when this member does: its id and its session, 32 hex digits (the session is random per member, so processes that share a member name never share a lease). */
+  holder: string;
   name: string;
   /** The store answers, the channel is subscribed and the fleet's state was read back: the breaker follows the fleet. */
   connected: boolean;
@@ -95,6 +97,13 @@ export declare class FleetStore {
   readonly memberId: string;
   /** Why the store was last given up on, for logs (passwords redacted). */
   readonly lastError: string | null;
+  /**
+   * Why this store may break the bound of K probes, found when the session began: its
+   * eviction policy may evict the probe lease (`allkeys-*` with a `maxmemory` limit); null
+   * if it keeps the lease or denies `CONFIG GET`. Also emitted once as a process warning
+   * (code `TRIPGATE_FLEET_EVICTION`).
+   */
+  readonly warning: string | null;
   /**
    * Makes `breaker` (created with `fleetQuorum`) a member of fleet `name` (1–128 of
    * `A–Z a–z 0–9 . _ - :`). Throws for a breaker that is a member already, in any store,

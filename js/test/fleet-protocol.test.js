@@ -78,6 +78,7 @@ for (const file of files) {
     const protocol = new MemberProtocol({
       name: m.name,
       memberId: m.id,
+      session: m.session,
       reconcileIntervalMs: m['reconcile-interval-ms'],
       link,
       key: m.key === undefined ? null : Buffer.from(m.key, 'utf8'),

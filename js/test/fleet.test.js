@@ -107,7 +107,7 @@ describe('fleet mode on a real redis-server', () => {
     const k = keys(name);
     // Each member listens on the fleet's channel and on its own.
     for (const m of members) {
-      const own = `${k.wake}${m.store.memberId}`;
+      const own = `${k.wake}${m.fleet.status().holder}`;
       assert.deepEqual(await raw.sendCommand(['PUBSUB', 'NUMSUB', own]), [own, 1]);
     }
     trip(members[0].breaker);
@@ -115,7 +115,7 @@ describe('fleet mode on a real redis-server', () => {
     const first = await probeRound(members);
     await waitFor(async () => (await raw.zCard(k.waiters)) === 3, 'three waiters queued');
     const [longestId] = await raw.zRange(k.waiters, 0, 0);
-    const longest = members.find((m) => m.store.memberId === longestId);
+    const longest = members.find((m) => m.fleet.status().holder === longestId);
     assert.notEqual(longest, first);
     // No probe comes to the holder: it lets go, and the longest waiter takes the lease
     // before any other waiter's retry is due (each waits for the lease it was shown).

@@ -109,6 +109,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<fleet::FleetBackoff>()?;
     m.add_function(wrap_pyfunction!(fleet::fleet_options, m)?)?;
     m.add_function(wrap_pyfunction!(fleet::fleet_scripts, m)?)?;
+    m.add_function(wrap_pyfunction!(fleet::fleet_eviction, m)?)?;
     m.add_function(wrap_pyfunction!(fleet::fleet_member_id, m)?)?;
     m.add_function(wrap_pyfunction!(fleet::fleet_valid_name, m)?)?;
     m.add_function(wrap_pyfunction!(fleet::fleet_encode, m)?)?;

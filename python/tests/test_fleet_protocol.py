@@ -48,7 +48,7 @@ def run(vector):
     breaker = tripgate.CircuitBreaker(clock=clock, **options_of(vector.get("config", {})))
     spec = vector["member"]
     member = _native.FleetMember(
-        breaker, spec["name"], spec["id"], spec["reconcile-interval-ms"] * MS, spec.get("key")
+        breaker, spec["name"], spec["id"], spec["reconcile-interval-ms"] * MS, spec.get("key"), session=spec["session"]
     )
     member.join(_native.FleetWaker())
     permits = {}

@@ -145,7 +145,7 @@ enum Link {
 enum Done {
     Connected {
         epoch: u64,
-        result: StoreResult<(Connection, UnboundedReceiver<PushInfo>)>,
+        result: StoreResult<(Connection, UnboundedReceiver<PushInfo>, Option<String>)>,
     },
     Subscribed {
         epoch: u64,
@@ -321,10 +321,13 @@ impl Driver {
         let clients = self.config.clients.clone();
         self.io.push(Box::pin(async move {
             let (pushes, received) = unbounded_channel();
-            let result = clients
-                .connect(pushes, timeout)
-                .await
-                .map(|connection| (connection, received));
+            let result = match clients.connect(pushes, timeout).await {
+                Ok(mut connection) => {
+                    let warning = connection.eviction_warning(timeout).await;
+                    Ok((connection, received, warning))
+                }
+                Err(e) => Err(e),
+            };
             Done::Connected { epoch, result }
         }));
     }
@@ -357,11 +360,11 @@ impl Driver {
     fn done(&mut self, done: Done) {
         match done {
             Done::Connected { epoch, result } if epoch == self.epoch => match result {
-                Ok((connection, pushes)) => {
+                Ok((connection, pushes, warning)) => {
                     self.link = Link::Up(connection);
                     self.pushes = pushes;
                     self.backoff.up(self.now());
-                    self.session.began();
+                    self.session.began(warning);
                     let slots: Vec<Slot> = self.members.keys().copied().collect();
                     for slot in slots {
                         self.subscribe(slot);
@@ -399,6 +402,7 @@ impl Driver {
         let reason = match error {
             StoreError::Down(reason) => reason,
             StoreError::Refused => "the store refused a command".into(),
+            StoreError::Reply(text) => format!("redis: {text}"),
         };
         self.session.lost(reason);
         self.epoch = self.epoch.wrapping_add(1);

@@ -207,6 +207,14 @@ impl Store {
         self.shared.session.last_error()
     }
 
+    /// Why this store may break fleet mode's bound of K probes, as found when the session
+    /// began: its eviction policy may evict the probe lease (an `allkeys-*`
+    /// `maxmemory-policy` with a `maxmemory` limit). `None` if it keeps the lease, or does
+    /// not let this member's user read its config (`CONFIG GET`).
+    pub fn warning(&self) -> Option<String> {
+        self.shared.session.warning()
+    }
+
     /// Makes `member` (a breaker with `fleet_quorum` set) a member of fleet `name`
     /// (1–128 characters of `A–Z a–z 0–9 . _ - :`). Refused for a breaker that is a
     /// member already, and for a fleet this process has a member of.
@@ -254,6 +262,7 @@ impl Store {
         let protocol = Protocol::new(Settings {
             name: name.to_string(),
             member: shared.member_id,
+            session: options::random_id(),
             reconcile_interval: shared.reconcile_interval,
             cooldown: member.cooldown(),
             probe_timeout: member.probe_timeout(),

@@ -239,16 +239,19 @@ pub(crate) fn connection_info(url: &str) -> Result<ConnectionInfo, String> {
     }
 }
 
-/// A random member id: the OS-seeded keys of std's `RandomState`, mixed with the process
-/// id and the time, never 0.
-fn random_id() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u32(std::process::id());
-    if let Ok(elapsed) = std::time::UNIX_EPOCH.elapsed() {
-        hasher.write_u128(elapsed.as_nanos());
+/// A random id (a member's without a name, a session): the system's randomness, so that
+/// processes started together, or forked, never draw the same.
+pub(crate) fn random_id() -> u64 {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No system randomness: the process id and the time are as unique as it gets.
+        let pid = u64::from(std::process::id());
+        let nanos = std::time::UNIX_EPOCH
+            .elapsed()
+            .map_or(0, |d| d.as_nanos() as u64);
+        return (pid.rotate_left(32) ^ nanos).max(1);
     }
-    hasher.finish().max(1)
+    u64::from_le_bytes(bytes).max(1)
 }
 
 /// The URL with any password replaced, for messages and logs.

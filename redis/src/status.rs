@@ -47,12 +47,22 @@ pub(crate) struct Session {
     disconnects: AtomicU64,
     up: AtomicBool,
     last_error: Mutex<Option<String>>,
+    warning: Mutex<Option<String>>,
 }
 
 impl Session {
-    pub(crate) fn began(&self) {
+    /// A session began, on a store about which the core has `warning`, if anything.
+    pub(crate) fn began(&self, warning: Option<String>) {
         self.connects.fetch_add(1, Ordering::Relaxed);
         self.up.store(true, Ordering::Relaxed);
+        *self.warning.lock().unwrap_or_else(|p| p.into_inner()) = warning;
+    }
+
+    pub(crate) fn warning(&self) -> Option<String> {
+        self.warning
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     pub(crate) fn lost(&self, error: String) {

@@ -9,12 +9,11 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
-use redis::{
-    AsyncConnectionConfig, Client, ErrorKind, PushInfo, RedisError, Script, ServerErrorKind, Value,
-};
+use redis::{AsyncConnectionConfig, Client, ErrorKind, PushInfo, RedisError, Script, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tripgate_core::fleet::protocol::{Command, Reply};
-use tripgate_core::fleet::scripts;
+use tripgate_core::fleet::scripts::{self, Script as FleetScript};
+use tripgate_core::fleet::store::{self, FaultKind};
 use tripgate_core::fleet::wire::{Keys, MAX_LINE, MAX_VOTES};
 
 use crate::options::{connection_info, Options, Target};
@@ -27,26 +26,40 @@ pub(crate) enum StoreError {
     /// The store answered, refusing what a key holds (a counter that is no integer, a key
     /// of the wrong type) or with a reply of the wrong shape: up, but holding bad data.
     Refused,
+    /// An error reply, as the store wrote it (`CODE detail`), until the core reads it for
+    /// the command it answers ([`StoreError::read`]).
+    Reply(String),
 }
 
 pub(crate) type StoreResult<T> = Result<T, StoreError>;
 
 impl From<RedisError> for StoreError {
     fn from(e: RedisError) -> Self {
-        // Only what data can cause is a refusal: `ERR` (a counter that is no integer, a
-        // script's error), `WRONGTYPE`, a reply of the wrong shape. An unreachable,
-        // read-only, out of memory or denying store is down, so the member decides alone
-        // and backs off.
-        let data = match e.kind() {
-            ErrorKind::Parse | ErrorKind::UnexpectedReturnType => true,
-            ErrorKind::Server(ServerErrorKind::ResponseError) => true,
-            ErrorKind::Extension => e.code() == Some("WRONGTYPE"),
-            _ => false,
-        };
-        if data {
-            Self::Refused
-        } else {
-            Self::Down(format!("redis: {e}"))
+        match (e.kind(), e.code()) {
+            // A reply of a shape no script returns: the data is not ours.
+            (ErrorKind::Parse | ErrorKind::UnexpectedReturnType, _) => Self::Refused,
+            (ErrorKind::Server(_) | ErrorKind::Extension, Some(code)) => {
+                Self::Reply(format!("{code} {}", e.detail().unwrap_or_default()))
+            }
+            _ => Self::Down(format!("redis: {e}")),
+        }
+    }
+}
+
+impl StoreError {
+    /// An error reply to `command`, read by the core (`fleet::store::fault`): bad data is
+    /// a refusal; a denial by the store's ACL or a store that cannot serve now is the
+    /// store down, with the core's explanation.
+    fn read(self, command: Option<FleetScript>) -> Self {
+        match self {
+            Self::Reply(text) => {
+                let fault = store::fault(command, &text);
+                match fault.kind {
+                    FaultKind::BadData => Self::Refused,
+                    FaultKind::Denied | FaultKind::Unavailable => Self::Down(fault.explanation),
+                }
+            }
+            other => other,
         }
     }
 }
@@ -209,14 +222,34 @@ impl Connection {
         timeout: Duration,
     ) -> StoreResult<Answer> {
         let sharded = self.sharded();
-        match self {
+        let script = command.script();
+        let answer = match self {
             Self::Server(ref mut conn) => {
                 run(conn, &scripts, &keys, command, sharded, timeout).await
             }
             Self::Cluster(ref mut conn) => {
                 run(conn, &scripts, &keys, command, sharded, timeout).await
             }
-        }
+        };
+        answer.map_err(|e| e.read(script))
+    }
+
+    /// The core's warning if the store's eviction policy may evict the probe lease; none
+    /// if it keeps it, or does not let this member's user read its config.
+    pub(crate) async fn eviction_warning(&mut self, timeout: Duration) -> Option<String> {
+        let policy = self.config(timeout, "maxmemory-policy").await?;
+        let maxmemory = self.config(timeout, "maxmemory").await?;
+        store::eviction(&policy, maxmemory.parse().ok()?)
+    }
+
+    async fn config(&mut self, timeout: Duration, name: &str) -> Option<String> {
+        let mut get = redis::cmd("CONFIG");
+        get.arg("GET").arg(name);
+        let reply: Value = match self {
+            Self::Server(conn) => bounded(timeout, get.query_async(conn)).await.ok()?,
+            Self::Cluster(conn) => bounded(timeout, get.query_async(conn)).await.ok()?,
+        };
+        config_value(reply, name)
     }
 }
 
@@ -377,6 +410,30 @@ fn voted(reply: &[Vec<u8>]) -> Answer {
         })
         .collect();
     Answer::Voted { now_ms, votes }
+}
+
+/// A `CONFIG GET` reply's value of `name`: a pair (RESP2), a map (RESP3), or on a cluster
+/// each node's reply (the first that has it).
+fn config_value(reply: Value, name: &str) -> Option<String> {
+    let text = |v: &Value| match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) | Value::VerbatimString { text: s, .. } => Some(s.clone()),
+        _ => None,
+    };
+    match reply {
+        Value::Array(items) => match items.as_slice() {
+            [key, value] if text(key).as_deref() == Some(name) => text(value),
+            _ => items.into_iter().find_map(|v| config_value(v, name)),
+        },
+        Value::Map(pairs) => pairs.iter().find_map(|(k, v)| {
+            if text(k).as_deref() == Some(name) {
+                text(v)
+            } else {
+                config_value(v.clone(), name)
+            }
+        }),
+        _ => None,
+    }
 }
 
 /// `future` within `timeout`; a late answer is the store being down.

@@ -135,6 +135,8 @@ pub fn run_protocol_vector(vector: &Value) -> Result<()> {
         name: text(member, "name")?.to_string(),
         member: wire::parse_member(text(member, "id")?.as_bytes())
             .ok_or_else(|| anyhow!("`id` must be 16 hex digits"))?,
+        session: wire::parse_member(text(member, "session")?.as_bytes())
+            .ok_or_else(|| anyhow!("`session` must be 16 hex digits"))?,
         reconcile_interval: ms(member, "reconcile-interval-ms")?,
         cooldown: config.cooldown,
         probe_timeout: config.probe_timeout,

@@ -35,10 +35,11 @@
 //!
 //! With the feature `alloc`, the rest of fleet mode that every adapter shares:
 //! [`protocol`] (the member protocol: a state machine with no I/O that adapters run),
-//! [`wire`] (the keys, the message line, the signed vote) and [`options`] (the bounds of
-//! the timings, the reconnect backoff). With the feature `sign`, [`SharedKey`]: the
-//! wire format's HMAC-SHA256, the one signer every adapter uses. Always: [`scripts`],
-//! the store's side.
+//! [`wire`] (the keys, the message line, the signed vote), [`options`] (the bounds of
+//! the timings, the reconnect backoff) and [`store`] (what the store's error replies mean,
+//! and which eviction policies keep the probe lease). With the feature `sign`,
+//! [`SharedKey`]: the wire format's HMAC-SHA256, the one signer every adapter uses.
+//! Always: [`scripts`], the store's side.
 
 use crate::config::MAX_QUORUM;
 
@@ -49,6 +50,8 @@ pub mod protocol;
 pub mod scripts;
 #[cfg(feature = "sign")]
 mod sign;
+#[cfg(feature = "alloc")]
+pub mod store;
 #[cfg(feature = "alloc")]
 pub mod wire;
 

@@ -12,7 +12,7 @@ pub const READ: &str = include_str!("lua/read.lua");
 /// `Command::Vote`: KEYS votes; ARGV entry, window ms, [`MAX_VOTES`](super::wire::MAX_VOTES),
 /// [`MAX_LINE`](super::wire::MAX_LINE) → {now ms, entry, ms, …}.
 pub const VOTE: &str = include_str!("lua/vote.lua");
-/// `Command::TakeLease`: KEYS lease, waiters; ARGV holder, ms → {held 0/1, ms}.
+/// `Command::TakeLease`: KEYS lease, waiters; ARGV holder, ms → {held 0/1, ms left}.
 pub const TAKE: &str = include_str!("lua/take.lua");
 /// `Command::RenewLease`: KEYS lease; ARGV holder, ms → 0/1.
 pub const RENEW: &str = include_str!("lua/renew.lua");
@@ -24,3 +24,61 @@ pub const REPAIR: &str = include_str!("lua/repair.lua");
 /// `Command::Publish`: KEYS event, votes, waiters; ARGV channel, line, ttl ms (0: none),
 /// `PUBLISH` or `SPUBLISH` → receivers.
 pub const PUBLISH: &str = include_str!("lua/publish.lua");
+
+/// One of the store's scripts, to name it in what an adapter reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Script {
+    /// `read.lua`.
+    Read,
+    /// `vote.lua`.
+    Vote,
+    /// `take.lua`.
+    Take,
+    /// `renew.lua`.
+    Renew,
+    /// `release.lua`.
+    Release,
+    /// `repair.lua`.
+    Repair,
+    /// `publish.lua`.
+    Publish,
+}
+
+impl Script {
+    /// Every script.
+    pub const ALL: [Self; 7] = [
+        Self::Read,
+        Self::Vote,
+        Self::Take,
+        Self::Renew,
+        Self::Release,
+        Self::Repair,
+        Self::Publish,
+    ];
+
+    /// Its Lua source.
+    pub const fn source(self) -> &'static str {
+        match self {
+            Self::Read => READ,
+            Self::Vote => VOTE,
+            Self::Take => TAKE,
+            Self::Renew => RENEW,
+            Self::Release => RELEASE,
+            Self::Repair => REPAIR,
+            Self::Publish => PUBLISH,
+        }
+    }
+
+    /// Its file's name.
+    pub const fn file(self) -> &'static str {
+        match self {
+            Self::Read => "read.lua",
+            Self::Vote => "vote.lua",
+            Self::Take => "take.lua",
+            Self::Renew => "renew.lua",
+            Self::Release => "release.lua",
+            Self::Repair => "repair.lua",
+            Self::Publish => "publish.lua",
+        }
+    }
+}

@@ -43,15 +43,16 @@ pub struct Keys {
     pub event: String,
     /// `…:votes`: the trip votes, signed entry → the store's time in ms.
     pub votes: String,
-    /// `…:lease`: the probe lease, holding the holder's member id.
+    /// `…:lease`: the probe lease: its holder ([`holder_hex`]) and when it runs out, in the
+    /// store's time.
     pub lease: String,
     /// `…:events`: the channel.
     pub channel: String,
-    /// `…:waiters`: the members the store turned down for the lease, oldest first (member
-    /// id → the store's time in ms of its first ask).
+    /// `…:waiters`: the holders the store turned down for the lease, oldest first (holder
+    /// → the store's time in ms of its first ask).
     pub waiters: String,
-    /// `…:wake:`: the prefix of each member's own channel, where a holder's lease-free
-    /// notice wakes the longest waiter alone ([`Keys::wake_channel`]).
+    /// `…:wake:`: the prefix of each holder's own channel, where a lease-free notice wakes
+    /// the longest waiter alone ([`Keys::wake_channel`]).
     pub wake: String,
 }
 
@@ -70,9 +71,9 @@ impl Keys {
         }
     }
 
-    /// Member `member`'s own channel: `…:wake:<member id>`, in the keys' slot.
-    pub fn wake_channel(&self, member: u64) -> String {
-        format!("{}{}", self.wake, member_hex(member))
+    /// A holder's own channel: `…:wake:<holder>` ([`holder_hex`]), in the keys' slot.
+    pub fn wake_channel(&self, holder: &str) -> String {
+        format!("{}{}", self.wake, holder)
     }
 }
 
@@ -87,6 +88,13 @@ pub fn valid_name(name: &str) -> bool {
 /// A member id as the wire writes it: 16 lowercase hex digits.
 pub fn member_hex(id: u64) -> String {
     format!("{id:016x}")
+}
+
+/// Who holds the probe lease, as the store keeps it: the member id and the member's
+/// session, 32 lowercase hex digits. The session is random per member (per process), so
+/// two processes that share a member name (and so a vote) never share a lease.
+pub fn holder_hex(member: u64, session: u64) -> String {
+    format!("{member:016x}{session:016x}")
 }
 
 /// A member id read back, if it has the wire's shape (and is not 0).

@@ -19,6 +19,7 @@ use core::fmt::Write;
 
 use tripgate_core::fleet::options::{Backoff, FleetOption, MIN_KEY_BYTES};
 use tripgate_core::fleet::protocol::{Command, Input, Link, Protocol, Reply, Settings, View};
+use tripgate_core::fleet::store;
 use tripgate_core::fleet::wire::{self, Ignored, Signer, MAX_LINE, MAX_VOTES};
 use tripgate_core::{Announcement, FleetApplied, FleetEvent, Nanos, MILLISECOND};
 use wasm_bindgen::prelude::*;
@@ -131,14 +132,15 @@ pub struct FleetProtocol {
 
 #[wasm_bindgen]
 impl FleetProtocol {
-    /// A member of fleet `name` (the wire's rule) with id `member` (16 lowercase hex
-    /// digits, not 0), reading its fleet back every `reconcile_interval_ms`, for `breaker`
+    /// A member of fleet `name` (the wire's rule) with id `member` and session `session`
+    /// (each 16 lowercase hex digits, not 0; the session random per member), reading its fleet back every `reconcile_interval_ms`, for `breaker`
     /// (its cooldown is the votes' window, its probe timeout the lease's length); `mac`
     /// signs and checks, or none for an unsigned fleet.
     #[wasm_bindgen(constructor)]
     pub fn new(
         name: &str,
         member: &str,
+        session: &str,
         reconcile_interval_ms: f64,
         breaker: &Breaker,
         mac: Option<FleetMac>,
@@ -150,11 +152,14 @@ impl FleetProtocol {
         }
         let member = wire::parse_member(member.as_bytes())
             .ok_or_else(|| JsError::new("member must be 16 lowercase hex digits, not all 0"))?;
+        let session = wire::parse_member(session.as_bytes())
+            .ok_or_else(|| JsError::new("session must be 16 lowercase hex digits, not all 0"))?;
         let config = breaker.core.config();
         Ok(Self {
             protocol: Protocol::new(Settings {
                 name: name.into(),
                 member,
+                session,
                 reconcile_interval: duration(reconcile_interval_ms),
                 cooldown: config.cooldown,
                 probe_timeout: config.probe_timeout,
@@ -163,6 +168,19 @@ impl FleetProtocol {
             command: None,
             now: 0,
         })
+    }
+
+    /// Who holds the lease when this member does: its id and session, 32 hex digits.
+    pub fn holder(&self) -> String {
+        self.protocol.holder().into()
+    }
+
+    /// The store's error reply to the command in flight, read by the core
+    /// (`fleet::store::fault`): `<kind> <explanation>`, kind `bad-data` (answer
+    /// `refused`), `denied` or `unavailable` (the store is down, for that reason).
+    pub fn fault(&self, message: &str) -> String {
+        let fault = self.protocol.fault(message);
+        format!("{} {}", fault.kind.name(), fault.explanation)
     }
 
     /// `gen event votes lease channel waiters wake own-channel`: the fleet's keys, its
@@ -410,7 +428,8 @@ pub fn fleet_tables() -> String {
     let _ = write!(
         out,
         "],\"minKeyBytes\":{MIN_KEY_BYTES},\"maxLine\":{MAX_LINE},\"maxVotes\":{MAX_VOTES},\
-         \"stateLen\":{STATE_LEN},\"moved\":{MOVED}}}"
+         \"stateLen\":{STATE_LEN},\"moved\":{MOVED},\"acl\":\"{}\"}}",
+        store::ACL
     );
     out
 }
@@ -431,6 +450,14 @@ pub fn fleet_check_duration(option: u8, value_ms: f64) -> Option<String> {
         let _ = write!(out, "{e}");
         out
     })
+}
+
+/// The core's verdict on a store's eviction policy (`maxmemory-policy`, `maxmemory` in
+/// bytes): none if it keeps the probe lease, else the warning to report.
+#[wasm_bindgen]
+pub fn fleet_eviction(policy: &str, maxmemory: f64) -> Option<String> {
+    // `as` saturates: a negative or NaN limit reads as none.
+    store::eviction(policy, maxmemory as u64)
 }
 
 /// A member's stable id from its name (the wire's `member_id`), as 16 hex digits.
@@ -474,13 +501,20 @@ mod tests {
     #[test]
     fn a_member_reads_back_first_then_applies_and_asks_for_the_lease() {
         let mut b = member(1.0);
-        let mut p = FleetProtocol::new("payments", "00000000000000aa", 1_000.0, &b, None)
-            .unwrap_or_else(|_| panic!("valid"));
+        let mut p = FleetProtocol::new(
+            "payments",
+            "00000000000000aa",
+            "00000000000000f1",
+            1_000.0,
+            &b,
+            None,
+        )
+        .unwrap_or_else(|_| panic!("valid"));
         assert_eq!(
             p.keys(),
             "tripgate:{payments}:gen tripgate:{payments}:event tripgate:{payments}:votes \
              tripgate:{payments}:lease tripgate:{payments}:events tripgate:{payments}:waiters \
-             tripgate:{payments}:wake: tripgate:{payments}:wake:00000000000000aa"
+             tripgate:{payments}:wake: tripgate:{payments}:wake:00000000000000aa00000000000000f1"
         );
         assert_eq!(p.handle(0, &[], &[], &[], &mut b, 0.0, 0.0), 1, "read");
         let line = b"tripgate1 payments 3 open 4500 00000000000000bb -";
@@ -525,8 +559,15 @@ mod tests {
     #[test]
     fn absent_values_and_votes_cross_as_lengths() {
         let mut b = member(2.0);
-        let mut p = FleetProtocol::new("payments", "00000000000000aa", 1_000.0, &b, None)
-            .unwrap_or_else(|_| panic!("valid"));
+        let mut p = FleetProtocol::new(
+            "payments",
+            "00000000000000aa",
+            "00000000000000f1",
+            1_000.0,
+            &b,
+            None,
+        )
+        .unwrap_or_else(|_| panic!("valid"));
         p.handle(0, &[], &[], &[], &mut b, 0.0, 0.0);
         let none = u32::MAX;
         assert_eq!(

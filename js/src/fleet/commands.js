@@ -5,7 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import { SCRIPTS } from '../../pkg/fleet/scripts.js';
-import { fleetTables } from './protocol.js';
+import { fleetEviction, fleetTables } from './protocol.js';
 
 /** A reply of a shape no script returns: the store is up, but its data is not ours. */
 class WrongShape extends Error {}
@@ -23,16 +23,41 @@ function storeTime(v) {
 }
 
 /**
- * Whether an error is the store refusing what a key holds (`ERR`, a script's error, a
- * counter that is no integer; `WRONGTYPE`) or a reply of the wrong shape: the store is up,
- * holding bad data. Anything else (unreachable, slow, read-only, out of memory, denied by
- * its ACL) is an outage: the members decide alone and the store is retried with backoff.
+ * What a failed command means, read by the core (`fleet::store::fault`): `null` when the
+ * store refused it for what a key holds, or answered with a reply of the wrong shape (the
+ * store is up, holding bad data: the protocol is answered `refused`); otherwise the error
+ * that ends the session: unreachable, slow, or an error reply that is no data's fault (its
+ * ACL denies a command, key or channel; out of memory; read-only; loading), named.
  */
-export function refused(error, ErrorReply) {
-  if (error instanceof WrongShape) return true;
-  if (!(error instanceof ErrorReply)) return false;
-  const code = String(error.message).split(' ', 1)[0];
-  return code === 'ERR' || code === 'WRONGTYPE';
+export function failure(error, ErrorReply, protocol) {
+  if (error instanceof WrongShape) return null;
+  if (!(error instanceof ErrorReply)) return error;
+  const { kind, explanation } = protocol.fault(String(error.message));
+  return kind === 'bad-data' ? null : new StoreFault(explanation);
+}
+
+/** An error reply that ends the session: its message is the core's explanation. */
+export class StoreFault extends Error {
+  name = 'StoreFault';
+}
+
+/**
+ * The warning for a store whose eviction policy may evict the probe lease (the core's
+ * verdict), or null: it keeps the lease, or does not let this user read its config.
+ */
+export async function evictionWarning(send) {
+  const value = async (name) => {
+    const reply = await send(['CONFIG', 'GET', name]);
+    // A pair under RESP2, a map under RESP3.
+    const found = Array.isArray(reply) ? reply[1] : reply instanceof Map ? reply.get(name) : reply?.[name];
+    if (found === undefined || found === null) throw new WrongShape();
+    return String(found);
+  };
+  try {
+    return fleetEviction(await value('maxmemory-policy'), Number(await value('maxmemory')));
+  } catch {
+    return null;
+  }
 }
 
 /** The channels a member listens on: its fleet's, and its own (where a release wakes it). */

@@ -19,7 +19,7 @@
 //   { kind: 'renewed', renewed }   { kind: 'released' }   { kind: 'repaired' }
 //   { kind: 'refused' }: the store answered with an error of its data, or the wrong shape.
 
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { onInstall, wasm } from '../tables.js';
 
 /** Fleet mode's tables from the core: command and ignored-reason names, option bounds. */
@@ -37,6 +37,8 @@ onInstall(() => {
     maxVotes: t.maxVotes,
     stateLen: t.stateLen,
     moved: t.moved,
+    /** The ACL rules a member's Redis user needs (the core's `fleet::store::ACL`). */
+    acl: t.acl,
   });
   Object.freeze(fleetTables);
 });
@@ -64,6 +66,16 @@ export function signer(key) {
     },
   };
 }
+
+/** A member's session: 16 random hex digits, never all zero. */
+export function randomSession() {
+  const bytes = randomBytes(8);
+  bytes[7] |= 1;
+  return bytes.toString('hex');
+}
+
+/** The core's verdict on a store's eviction policy: null, or the warning to report. */
+export const fleetEviction = (policy, maxmemory) => wasm.fleet_eviction(policy, maxmemory) ?? null;
 
 /** A member's stable id from its name (the wire's `member_id`): 16 hex digits. */
 export const memberIdOf = (name) => wasm.fleet_member_id(name);
@@ -97,16 +109,32 @@ export class MemberProtocol {
   #link;
   #state = new Float64Array(fleetTables.stateLen);
 
-  constructor({ name, memberId, reconcileIntervalMs, link, key }) {
+  /**
+   * `session` (16 hex digits) is random unless given: with the member id it holds the
+   * probe lease, so two processes that share a member name never share a lease.
+   */
+  constructor({ name, memberId, session = randomSession(), reconcileIntervalMs, link, key }) {
     this.#link = link;
-    this.#p = new wasm.FleetProtocol(name, memberId, reconcileIntervalMs, link.wasm(), signer(key));
+    this.#p = new wasm.FleetProtocol(name, memberId, session, reconcileIntervalMs, link.wasm(), signer(key));
     const [gen, event, votes, lease, channel, waiters, wake, ownChannel] = this.#p.keys().split(' ');
     /**
      * The fleet's keys and channel, the lease's waiters, the prefix of members' own
      * channels and this member's own (the wire's names).
      */
     this.keys = Object.freeze({ gen, event, votes, lease, channel, waiters, wake, ownChannel });
+    /** Who holds the lease when this member does: its id and session, 32 hex digits. */
+    this.holder = this.#p.holder();
     this.#p.state(this.#state);
+  }
+
+  /**
+   * The store's error reply to the command in flight, read by the core: `{ kind,
+   * explanation }`, kind `bad-data` (answer `refused`), `denied` or `unavailable`.
+   */
+  fault(message) {
+    const text = this.#p.fault(message);
+    const space = text.indexOf(' ');
+    return { kind: text.slice(0, space), explanation: text.slice(space + 1) };
   }
 
   /** `up`, `down`, `changed` (the breaker woke the member) or `tick` (the deadline came). */

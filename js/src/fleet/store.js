@@ -16,7 +16,7 @@
 import { EventEmitter } from 'node:events';
 import { CircuitBreaker, fleetLink } from '../breaker.js';
 import { rangeError, typeError } from '../errors.js';
-import { Commands, channelsOf, refused } from './commands.js';
+import { Commands, channelsOf, evictionWarning, failure } from './commands.js';
 import { Deadlines } from './deadlines.js';
 import { MemberProtocol, backoff, fleetSlot, validFleetName } from './protocol.js';
 import { readStoreOptions, redact } from './options.js';
@@ -72,6 +72,7 @@ export class FleetStore {
   #disconnects = 0;
   #up = false;
   #lastError = null;
+  #warning = null;
   #closed = false;
 
   /** Use `FleetStore.connect`. */
@@ -102,6 +103,16 @@ export class FleetStore {
   /** Why the store was last given up on (a failed or slow command, a dropped connection). */
   get lastError() {
     return this.#lastError;
+  }
+
+  /**
+   * Why this store may break fleet mode's bound of K probes (its eviction policy may evict
+   * the probe lease), as found when the session began; null if it keeps the lease or does
+   * not let this user read its config. Also emitted once as a process warning
+   * (`TRIPGATE_FLEET_EVICTION`).
+   */
+  get warning() {
+    return this.#warning;
   }
 
   /**
@@ -219,6 +230,7 @@ export class FleetStore {
     const p = entry.protocol;
     return {
       memberId: this.#options.memberId,
+      holder: p.holder,
       name: entry.name,
       connected: p.synced,
       degraded: !p.synced,
@@ -294,8 +306,9 @@ export class FleetStore {
       reply = await bounded(this.#commands.run(this.#clients.command, entry.protocol.keys, command), this.#options.storeTimeoutMs);
     } catch (error) {
       if (epoch !== this.#epoch || entry.left) return;
-      if (!refused(error, this.#redis.ErrorReply)) {
-        this.#lost(error);
+      const fatal = failure(error, this.#redis.ErrorReply, entry.protocol);
+      if (fatal !== null) {
+        this.#lost(fatal);
         return;
       }
       reply = { kind: 'refused' };
@@ -370,7 +383,18 @@ export class FleetStore {
       this.#connects++;
       this.#backoff.up(performance.now());
       for (const entry of this.#members.values()) this.#subscribe(entry);
+      this.#checkEviction(command, epoch);
     }, lost);
+  }
+
+  /** Reads the store's eviction policy as a session begins; warns once if it may evict the lease. */
+  #checkEviction(command, epoch) {
+    const send = this.#options.cluster ? (args) => command.sendCommand(undefined, true, args) : (args) => command.sendCommand(args);
+    evictionWarning(send).then((warning) => {
+      if (epoch !== this.#epoch) return;
+      if (warning !== null && warning !== this.#warning) process.emitWarning(warning, { code: 'TRIPGATE_FLEET_EVICTION' });
+      this.#warning = warning;
+    });
   }
 
   /** Whether cluster node `node` ({ host, port }) is the master of a member's slot. */
@@ -511,7 +535,7 @@ export class Fleet extends EventEmitter {
   }
 
   /**
-   * The member now: `{ memberId, name, connected, degraded, leaseHeld, connects,
+   * The member now: `{ memberId, holder, name, connected, degraded, leaseHeld, connects,
    * disconnects, counts }` (`counts`: what its protocol counted, `ignored` by reason).
    */
   status() {

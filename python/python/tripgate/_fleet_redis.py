@@ -159,18 +159,36 @@ def run(redis: types.ModuleType, client: Any, call: Call) -> Any:
         return client.execute_command("EVAL", SCRIPTS[script], len(keys), *keys, *args)
 
 
-def refused(redis: types.ModuleType, error: BaseException) -> bool:
-    """Whether Redis refused a command for what a key holds (``ERR``, ``WRONGTYPE``): the
-    store is up, holding bad data. Anything else (unreachable, slow, read-only, out of
-    memory, denied by its ACL) is an outage."""
-    if type(error) is not redis.exceptions.ResponseError:
-        return False
-    text = str(error)
+def error_reply(redis: types.ModuleType, error: BaseException) -> Optional[str]:
+    """The store's error reply as it wrote it (``CODE detail``), for the core to read
+    (``FleetMember.fault``); None for anything else (unreachable, slow: an outage).
+    redis-py keeps the code of the errors it has a class for in ``status_code`` and drops
+    it from the text."""
+    if not isinstance(error, redis.exceptions.ResponseError):
+        return None
     code: Optional[str] = getattr(error, "status_code", None)
-    if code is not None:
-        return code == "ERR"
-    if text.startswith("WRONGTYPE"):
-        return True
-    # redis-py drops an ``ERR`` prefix and keeps every other error code.
-    first = text.split(" ", 1)[0]
-    return not (first.isupper() and first.isalpha())
+    return f"{code} {error}" if code else str(error)
+
+
+def eviction_warning(client: Any) -> Optional[str]:
+    """The core's warning if the store's eviction policy may evict the probe lease; None if
+    it keeps it, or does not let this user read its config (``CONFIG GET``)."""
+    try:
+        policy = _config(client, "maxmemory-policy")
+        maxmemory = int(_config(client, "maxmemory"))
+    except Exception:  # noqa: BLE001 - denied, unknown or odd: nothing known
+        return None
+    warning: Optional[str] = _native.fleet_eviction(policy, maxmemory)
+    return warning
+
+
+def _config(client: Any, name: str) -> str:
+    reply = client.execute_command("CONFIG", "GET", name)
+    # A cluster client answers for each node: any will do, they share a configuration.
+    while isinstance(reply, dict) and name not in reply:
+        reply = next(iter(reply.values()))
+    if isinstance(reply, dict):
+        reply = reply[name]
+    elif isinstance(reply, (list, tuple)):
+        reply = reply[1]
+    return reply.decode() if isinstance(reply, bytes) else str(reply)

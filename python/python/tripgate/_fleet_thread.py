@@ -23,6 +23,11 @@ _log = logging.getLogger("tripgate")
 _slots = itertools.count(1)
 
 
+class StoreFault(Exception):
+    """An error reply that ends the session (the store's ACL denies a command, or it
+    cannot serve now): its message is the core's explanation."""
+
+
 class Entry:
     """A member as the thread keeps it."""
 
@@ -75,6 +80,7 @@ class StoreThread:
         self._pubsubs: Dict[str, Any] = {}
         self._socks: Dict[int, Any] = {}
         self.up = False
+        self.warning: Optional[str] = None
         self._retry_at = 0
         self.connects = 0
         self.disconnects = 0
@@ -204,6 +210,10 @@ class StoreThread:
         except Exception as error:  # noqa: BLE001 - any failure is the store down
             self._down(error)
             return
+        warning = _fleet_redis.eviction_warning(self._client)
+        if warning is not None and warning != self.warning:
+            _log.warning("tripgate: %s", warning)
+        self.warning = warning
         self.up = True
         self.connects += 1
         self._backoff.up(time.monotonic_ns())
@@ -335,8 +345,10 @@ class StoreThread:
             try:
                 reply = _fleet_redis.run(self._redis, self._client, command[2])
             except Exception as error:  # noqa: BLE001
-                if not _fleet_redis.refused(self._redis, error):
-                    self._lost(error)
+                text = _fleet_redis.error_reply(self._redis, error)
+                kind, explanation = member.fault(text) if text is not None else ("down", "")
+                if kind != "bad-data":
+                    self._lost(StoreFault(explanation) if text is not None else error)
                     return
                 command = member.step("refused", time.monotonic_ns(), None)
                 continue

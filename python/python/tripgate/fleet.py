@@ -42,7 +42,9 @@ __all__ = ["FleetStore", "Fleet", "FleetStatus"]
 
 @dataclasses.dataclass(frozen=True)
 class FleetStatus:
-    """A member now. ``connected``: the store answers, the fleet's channel is subscribed
+    """A member now. ``holder``: who holds the probe lease when this member does (its
+    member id and its random session, 32 hex digits: processes that share a member name
+    never share a lease). ``connected``: the store answers, the fleet's channel is subscribed
     and its keys were read back (the breaker follows the fleet); ``degraded``: the
     opposite (the breaker decides alone). ``connects`` and ``disconnects`` count the
     store's sessions. ``counts``: what the member protocol counted (``received``,
@@ -51,6 +53,7 @@ class FleetStatus:
     ``stale``, ``malformed-generation``)."""
 
     member_id: str
+    holder: str
     name: str
     connected: bool
     degraded: bool
@@ -89,6 +92,7 @@ class Fleet:
         connected = member.synced and not entry.left
         return FleetStatus(
             member_id=store.member_id,
+            holder=member.holder,
             name=entry.name,
             connected=connected,
             degraded=not connected,
@@ -201,6 +205,14 @@ class FleetStore:
     def connected(self) -> bool:
         """The store answers (its session is up)."""
         return self._thread.up
+
+    @property
+    def warning(self) -> Optional[str]:
+        """Why this store may break fleet mode's bound of K probes, as found when the
+        session began (also logged once): its eviction policy may evict the probe lease (an
+        ``allkeys-*`` ``maxmemory-policy`` with a ``maxmemory`` limit). None if it keeps the
+        lease, or does not let this user read its config (``CONFIG GET``)."""
+        return self._thread.warning
 
     def join(self, name: str, breaker: _native.Breaker) -> Fleet:
         """Makes ``breaker`` (a ``CircuitBreaker`` with ``fleet_quorum``) a member of fleet

@@ -27,7 +27,7 @@ type Native = tripgate::Breaker<AnyClock>;
 
 use super::reply::{command_tuple, reply_of, Owned};
 use super::waker::{FleetWaker, WakeFd};
-use super::wire::{bytes_of, duration, fleet_name, key_of, member_of};
+use super::wire::{bytes_of, duration, fleet_name, key_of, member_of, random_session, session_of};
 
 thread_local! {
     /// The member this thread is stepping (its address), if any: a listener inside the
@@ -80,6 +80,8 @@ pub struct FleetMember {
     sharded: bool,
     name: String,
     member: u64,
+    /// Its own channel (its holder's), where a release wakes it alone.
+    own_channel: String,
     /// In the fleet: held while the protocol steps, so that leaving (which makes the
     /// breaker a local one) never interleaves with a step (which may hand it a lease).
     joined: Mutex<bool>,
@@ -183,12 +185,16 @@ impl FleetMember {
 
 #[pymethods]
 impl FleetMember {
-    /// `FleetMember(breaker, name, member_id, reconcile_interval_ns, key=None)`: a member of
-    /// fleet `name` (1-128 of `A-Z a-z 0-9 . _ - :`) with id `member_id` (16 hex digits),
-    /// reading its fleet back every `reconcile_interval_ns`, signing with `key` (at least
-    /// 16 bytes) or unsigned. The breaker must have `fleet_quorum`.
+    /// `FleetMember(breaker, name, member_id, reconcile_interval_ns, key=None, *,
+    /// sharded=False, session=None)`: a member of fleet `name` (1-128 of
+    /// `A-Z a-z 0-9 . _ - :`) with id `member_id` (16 hex digits), reading its fleet back
+    /// every `reconcile_interval_ns`, signing with `key` (at least 16 bytes) or unsigned.
+    /// The breaker must have `fleet_quorum`. `session` (16 hex digits) is random unless
+    /// given: with the member id it holds the probe lease, so two processes that share a
+    /// member name never share a lease.
     #[new]
-    #[pyo3(signature = (breaker, name, member_id, reconcile_interval_ns, key = None, *, sharded = false))]
+    #[pyo3(signature = (breaker, name, member_id, reconcile_interval_ns, key = None, *, sharded = false, session = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         breaker: Bound<'_, Breaker>,
@@ -197,9 +203,14 @@ impl FleetMember {
         reconcile_interval_ns: u64,
         key: Option<&Bound<'_, PyAny>>,
         sharded: bool,
+        session: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         fleet_name(py, &name)?;
         let member = member_of(py, member_id)?;
+        let session = match session {
+            Some(session) => session_of(py, session)?,
+            None => random_session()?,
+        };
         let reconcile = duration(
             py,
             FleetOption::ReconcileInterval,
@@ -220,6 +231,7 @@ impl FleetMember {
         let protocol = Protocol::new(Settings {
             name: name.clone(),
             member,
+            session,
             reconcile_interval: reconcile,
             cooldown: config.cooldown,
             probe_timeout: config.probe_timeout,
@@ -228,6 +240,7 @@ impl FleetMember {
             breaker: breaker.unbind(),
             native,
             keys: protocol.keys().clone(),
+            own_channel: protocol.wake_channel(),
             stepper: Mutex::new(Stepper {
                 protocol,
                 command: None,
@@ -457,7 +470,7 @@ impl FleetMember {
         out.set_item("channel", &self.keys.channel)?;
         out.set_item("waiters", &self.keys.waiters)?;
         out.set_item("wake", &self.keys.wake)?;
-        out.set_item("own_channel", self.keys.wake_channel(self.member))?;
+        out.set_item("own_channel", &self.own_channel)?;
         Ok(out)
     }
 
@@ -466,10 +479,26 @@ impl FleetMember {
         &self.name
     }
 
+    /// The store's error reply to the command in flight, read by the core
+    /// (`fleet::store::fault`): `(kind, explanation)`, kind `bad-data` (step `refused`),
+    /// `denied` or `unavailable` (the store is down: the explanation is its last error).
+    fn fault(&self, message: &str) -> (&'static str, String) {
+        let stepper = self.stepper.lock().unwrap_or_else(PoisonError::into_inner);
+        let fault = stepper.protocol.fault(message);
+        (fault.kind.name(), fault.explanation)
+    }
+
     /// This member's id, as the wire writes it.
     #[getter]
     fn member_id(&self) -> String {
         wire::member_hex(self.member)
+    }
+
+    /// Who holds the lease when this member does: its id and session, 32 hex digits.
+    #[getter]
+    fn holder(&self) -> String {
+        let stepper = self.stepper.lock().unwrap_or_else(PoisonError::into_inner);
+        stepper.protocol.holder().into()
     }
 
     #[getter]

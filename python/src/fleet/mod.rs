@@ -18,6 +18,6 @@ mod wire;
 pub use member::FleetMember;
 pub use waker::{FleetBackoff, FleetWaker};
 pub use wire::{
-    add_tables, fleet_decode, fleet_encode, fleet_member_id, fleet_options, fleet_scripts,
-    fleet_valid_name, fleet_vote_entry,
+    add_tables, fleet_decode, fleet_encode, fleet_eviction, fleet_member_id, fleet_options,
+    fleet_scripts, fleet_valid_name, fleet_vote_entry,
 };

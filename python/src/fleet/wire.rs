@@ -6,7 +6,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyTuple};
 
 use tripgate_core::fleet::options::{FleetOption, MIN_KEY_BYTES};
-use tripgate_core::fleet::scripts;
+use tripgate_core::fleet::scripts::Script;
+use tripgate_core::fleet::store;
 use tripgate_core::fleet::wire::{self, Ignored, Line, Message, Signer};
 use tripgate_core::fleet::wire::{MAX_LINE, MAX_VOTES};
 use tripgate_core::fleet::SharedKey;
@@ -68,6 +69,28 @@ pub(super) fn member_of(py: Python<'_>, member: &Bound<'_, PyAny>) -> PyResult<u
                 "member_id must be 16 lowercase hex digits, not all zero".into(),
             )
         })
+}
+
+/// A member's session, given (16 lowercase hex digits, not all zero).
+pub(super) fn session_of(py: Python<'_>, session: &Bound<'_, PyAny>) -> PyResult<u64> {
+    bytes_of(session)
+        .and_then(|text| wire::parse_member(&text))
+        .ok_or_else(|| {
+            option_error(
+                py,
+                false,
+                "session",
+                "session must be 16 lowercase hex digits, not all zero".into(),
+            )
+        })
+}
+
+/// A fresh session from the system's randomness (in a forked child too, unlike a seeded
+/// generator copied from its parent).
+pub(super) fn random_session() -> PyResult<u64> {
+    getrandom::u64().map(|session| session.max(1)).map_err(|e| {
+        pyo3::exceptions::PyOSError::new_err(format!("no randomness for a fleet session: {e}"))
+    })
 }
 
 /// The Python spelling of a fleet option (`reconcile_interval`).
@@ -179,16 +202,8 @@ pub fn fleet_options<'py>(
 #[pyfunction]
 pub fn fleet_scripts(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let out = PyDict::new(py);
-    for (name, text) in [
-        ("read", scripts::READ),
-        ("vote", scripts::VOTE),
-        ("take", scripts::TAKE),
-        ("renew", scripts::RENEW),
-        ("release", scripts::RELEASE),
-        ("repair", scripts::REPAIR),
-        ("publish", scripts::PUBLISH),
-    ] {
-        out.set_item(name, text)?;
+    for script in Script::ALL {
+        out.set_item(script.file().trim_end_matches(".lua"), script.source())?;
     }
     Ok(out)
 }
@@ -317,6 +332,7 @@ pub fn add_tables(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FLEET_MAX_LINE", MAX_LINE)?;
     m.add("FLEET_MAX_VOTES", MAX_VOTES)?;
     m.add("FLEET_MIN_KEY_BYTES", MIN_KEY_BYTES)?;
+    m.add("FLEET_ACL", store::ACL)?;
     let ignored: Vec<&str> = Ignored::ALL.iter().map(|i| i.name()).collect();
     m.add("FLEET_IGNORED", PyTuple::new(py, ignored)?)?;
     let bounds = PyDict::new(py);
@@ -331,4 +347,12 @@ pub fn add_tables(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add("FLEET_DURATION_BOUNDS", bounds)?;
     Ok(())
+}
+
+/// `fleet_eviction(policy, maxmemory)`: the core's verdict on a store's eviction policy
+/// (`maxmemory-policy`, `maxmemory` in bytes): None if it keeps the probe lease, else the
+/// warning to report.
+#[pyfunction]
+pub fn fleet_eviction(policy: &str, maxmemory: u64) -> Option<String> {
+    store::eviction(policy, maxmemory)
 }

@@ -6,6 +6,8 @@ import json, hmac, hashlib, os
 OUT=os.path.dirname(os.path.abspath(__file__))
 KEY='a fleet key of 32 bytes, shared!'
 ME='00000000000000aa'; OTHER='00000000000000bb'
+# This member's session, and so the lease's holder: its id and session.
+SESSION='00000000000000f1'; HOLDER=ME+SESSION
 def mac(body, key=KEY): return hmac.new(key.encode(), body.encode(), hashlib.sha256).hexdigest()
 def line(name, gen, kind, ms, origin, key=None):
     body=f"tripgate1 {name} {gen} {kind} {ms} {origin}"
@@ -22,7 +24,7 @@ def S(at, op, expect=None, **kw):
     return d
 def free(gen, origin=ME, key=None): return line("payments", gen, "free", 0, origin, key)
 def mem(key=None, interval=1000):
-    m={"name":"payments","id":ME,"reconcile-interval-ms":interval}
+    m={"name":"payments","id":ME,"session":SESSION,"reconcile-interval-ms":interval}
     if key: m["key"]=key
     return m
 READ={"read":{}}
@@ -101,7 +103,7 @@ st=[S(0,"up",{"command":READ}),
  S(1000,"reply",{"command":None,"deadline-ms":2000},reply={"read":{"event-ttl-ms":-2,"generation":"1"}}),
  S(1500,"changed",{"command":None}),
  S(1600,"acquire",{"command":None},admitted=False),
- S(1600,"changed",{"command":{"take-lease":{"holder":ME,"ms":3000}}}),
+ S(1600,"changed",{"command":{"take-lease":{"holder":HOLDER,"ms":3000}}}),
  S(1601,"reply",{"command":None,"lease-held":True,"breaker-lease":True,"deadline-ms":2000,"counts":{"leases":1}},reply={"lease":{"held":True}}),
  S(1700,"acquire",{"command":None},permit="p1",admitted=True),
  S(1700,"changed",{"command":None}),
@@ -111,7 +113,7 @@ st=[S(0,"up",{"command":READ}),
  S(1950,"record",{"command":None,"state":"closed"},permit="p2",outcome="success"),
  S(1950,"changed",{"command":{"next-generation":{}},"breaker-lease":False}),
  S(1951,"reply",{"command":{"publish":{"line":line("payments",2,"close",0,ME),"expire-ms":None}}},reply={"generation":2}),
- S(1952,"reply",{"command":{"release-lease":{"holder":ME,"notice":FREE1}},"counts":{"published":1}},reply={"published":{}}),
+ S(1952,"reply",{"command":{"release-lease":{"holder":HOLDER,"notice":FREE1}},"counts":{"published":1}},reply={"published":{}}),
  S(1953,"reply",{"command":None,"lease-held":False},reply={"released":{}}),
 ]
 write(5,"the-lease-goes-to-a-member-with-a-call-and-its-round-ends-in-it",
@@ -122,9 +124,9 @@ write(5,"the-lease-goes-to-a-member-with-a-call-and-its-round-ends-in-it",
 st=[S(0,"up",{"command":READ}),
  S(0,"reply",{"command":None},reply={"read":{"event":line("payments",1,"open",1000,OTHER),"event-ttl-ms":1000,"generation":"1"}}),
  S(1000,"acquire",{"command":None},admitted=False),
- S(1000,"changed",{"command":{"take-lease":{"holder":ME,"ms":3000}}}),
+ S(1000,"changed",{"command":{"take-lease":{"holder":HOLDER,"ms":3000}}}),
  S(1000,"reply",{"command":None,"lease-held":True,"deadline-ms":2000},reply={"lease":{"held":True}}),
- S(2000,"tick",{"command":{"release-lease":{"holder":ME,"notice":FREE1}},"breaker-lease":False}),
+ S(2000,"tick",{"command":{"release-lease":{"holder":HOLDER,"notice":FREE1}},"breaker-lease":False}),
  S(2001,"reply",{"command":None},reply={"released":{}}),
 ]
 write(6,"a-holder-that-no-probe-came-to-gives-the-lease-back",
@@ -134,14 +136,14 @@ write(6,"a-holder-that-no-probe-came-to-gives-the-lease-back",
 st=[S(0,"up",{"command":READ}),
  S(0,"reply",{"command":None},reply={"read":{"event":line("payments",1,"open",1000,OTHER),"event-ttl-ms":1000,"generation":"1"}}),
  S(1000,"acquire",{"command":None},admitted=False),
- S(1000,"changed",{"command":{"take-lease":{"holder":ME,"ms":3000}}}),
+ S(1000,"changed",{"command":{"take-lease":{"holder":HOLDER,"ms":3000}}}),
  S(1000,"reply",{"command":None,"lease-held":True},reply={"lease":{"held":True}}),
  S(1100,"acquire",{"command":None},permit="p1",admitted=True),
- S(2000,"tick",{"command":{"renew-lease":{"holder":ME,"ms":3000}}}),
+ S(2000,"tick",{"command":{"renew-lease":{"holder":HOLDER,"ms":3000}}}),
  S(2000,"reply",{"command":None,"breaker-lease":True,"deadline-ms":3000},reply={"renewed":True}),
  S(2500,"record",{"command":None},permit="p1",outcome="success"),
  S(2500,"changed",{"command":None,"lease-held":True,"deadline-ms":3000}),
- S(3000,"tick",{"command":{"release-lease":{"holder":ME,"notice":FREE1}},"breaker-lease":False,"state":"half-open"}),
+ S(3000,"tick",{"command":{"release-lease":{"holder":HOLDER,"notice":FREE1}},"breaker-lease":False,"state":"half-open"}),
  S(3001,"reply",{"command":None,"lease-held":False},reply={"released":{}}),
 ]
 write(7,"a-lease-is-renewed-while-its-probe-is-out",
@@ -152,11 +154,11 @@ write(7,"a-lease-is-renewed-while-its-probe-is-out",
 st=[S(0,"up",{"command":READ}),
  S(0,"reply",{"command":None},reply={"read":{"event":line("payments",1,"open",1000,OTHER),"event-ttl-ms":1000,"generation":"1"}}),
  S(1000,"acquire",{"command":None},admitted=False),
- S(1000,"changed",{"command":{"take-lease":{"holder":ME,"ms":3000}}}),
+ S(1000,"changed",{"command":{"take-lease":{"holder":HOLDER,"ms":3000}}}),
  S(1000,"reply",{"command":None,"lease-held":False,"deadline-ms":3500},reply={"lease":{"held":False,"ttl-ms":2500}}),
  S(1100,"acquire",{"command":None},admitted=False),
  S(1100,"changed",{"command":None}),
- S(3500,"tick",{"command":{"take-lease":{"holder":ME,"ms":3000}}}),
+ S(3500,"tick",{"command":{"take-lease":{"holder":HOLDER,"ms":3000}}}),
  S(3500,"reply",{"command":None,"lease-held":True},reply={"lease":{"held":True}}),
 ]
 write(8,"a-waiting-member-asks-no-sooner-than-the-holder-keeps-the-lease",
@@ -168,11 +170,11 @@ cfg9={"fleet-quorum":1,"cooldown-ms":1000,"probe-timeout-ms":3000,"half-open-req
 st=[S(0,"up",{"command":READ}),
  S(0,"reply",{"command":None},reply={"read":{"event":line("payments",1,"open",1000,OTHER),"event-ttl-ms":1000,"generation":"1"}}),
  S(1000,"acquire",{"command":None},admitted=False),
- S(1000,"changed",{"command":{"take-lease":{"holder":ME,"ms":3000}}}),
+ S(1000,"changed",{"command":{"take-lease":{"holder":HOLDER,"ms":3000}}}),
  S(1000,"reply",{"command":None,"lease-held":True},reply={"lease":{"held":True}}),
  S(1100,"acquire",{"command":None},permit="p1",admitted=True),
  S(4500,"record",{},permit="p1",outcome="status:503"),
- S(4500,"changed",{"command":{"release-lease":{"holder":ME,"notice":FREE1}},"state":"open","counts":{"published":0}}),
+ S(4500,"changed",{"command":{"release-lease":{"holder":HOLDER,"notice":FREE1}},"state":"open","counts":{"published":0}}),
  S(4501,"reply",{"command":None},reply={"released":{}}),
 ]
 write(9,"a-lease-that-ran-out-leads-nothing",
@@ -248,11 +250,11 @@ write(14,"a-refused-read-waits-for-the-next-interval",
 st=[S(0,"up",{"command":READ}),
  S(0,"reply",{"command":None},reply={"read":{"event":line("payments",1,"open",1000,OTHER,KEY),"event-ttl-ms":1000,"generation":"1"}}),
  S(1000,"acquire",{"command":None},admitted=False),
- S(1000,"changed",{"command":{"take-lease":{"holder":ME,"ms":3000}}}),
+ S(1000,"changed",{"command":{"take-lease":{"holder":HOLDER,"ms":3000}}}),
  S(1000,"reply",{"command":None,"lease-held":False,"deadline-ms":3500},reply={"lease":{"held":False,"ttl-ms":2500}}),
  S(1200,"message",{"command":None,"counts":{"forged":1}},line=free(1,OTHER,"another key entirely, 32 bytes!")),
  S(1300,"message",{"command":None,"counts":{"garbage":1}},line=line("payments",1,"free",5,OTHER,KEY)),
- S(1400,"message",{"command":{"take-lease":{"holder":ME,"ms":3000}},"counts":{"received":3}},line=free(1,OTHER,KEY)),
+ S(1400,"message",{"command":{"take-lease":{"holder":HOLDER,"ms":3000}},"counts":{"received":3}},line=free(1,OTHER,KEY)),
  S(1401,"reply",{"command":None,"lease-held":True},reply={"lease":{"held":True}}),
  S(1500,"message",{"command":None,"lease-held":True},line=free(1,OTHER,KEY)),
 ]

@@ -1,14 +1,17 @@
 //! [`Protocol`]: one member's state and its steps, as the module's docs describe them.
 
 use alloc::string::String;
-use alloc::vec::Vec;
 
-use super::lease::{Held, Lease, Step};
-use super::{Command, Counts, Input, Link, Reply, Settings};
+use super::lease::{Lease, Step};
+use super::{Command, Counts, Input, Link, Settings};
+use crate::fleet::scripts::Script;
+use crate::fleet::store::{self, Fault};
 use crate::fleet::wire::{self, Ignored, Keys, Line, Message, Signer};
 use crate::fleet::{Announcement, AnnouncementKind, FleetApplied, FleetEvent, FleetEventKind};
 use crate::state::State;
 use crate::time::{Nanos, MILLISECOND};
+
+mod reply;
 
 /// How many times a publish asks for a generation before it gives up (each miss repairs
 /// the counter first).
@@ -67,7 +70,7 @@ impl Protocol {
     /// A member with `settings`, with the store not yet reached.
     pub fn new(settings: Settings) -> Self {
         Self {
-            holder: wire::member_hex(settings.member),
+            holder: wire::holder_hex(settings.member, settings.session),
             keys: Keys::new(&settings.name),
             settings,
             up: false,
@@ -94,7 +97,12 @@ impl Protocol {
     /// This member's own channel, which the adapter subscribes to beside the fleet's:
     /// a lease-free notice meant for this member alone comes there.
     pub fn wake_channel(&self) -> String {
-        self.keys.wake_channel(self.settings.member)
+        self.keys.wake_channel(&self.holder)
+    }
+
+    /// Who holds the lease when this member does ([`wire::holder_hex`]).
+    pub fn holder(&self) -> &str {
+        &self.holder
     }
 
     /// The settings it runs with.
@@ -122,6 +130,23 @@ impl Protocol {
     /// wakes on the breaker's asks need not be woken again while it does).
     pub fn wants_lease(&self) -> bool {
         self.wants_lease
+    }
+
+    /// The store's error reply to the command in flight, read ([`store::fault`]): bad
+    /// data goes back as [`Reply::Refused`]; anything else is the store down, with this
+    /// explanation for the adapter's last error.
+    pub fn fault(&self, message: &str) -> Fault {
+        let script = match self.awaiting {
+            Some(Awaiting::Read) => Some(Script::Read),
+            Some(Awaiting::Vote(_)) => Some(Script::Vote),
+            Some(Awaiting::Generation(_)) | None => None,
+            Some(Awaiting::Publish(_)) => Some(Script::Publish),
+            Some(Awaiting::Take { .. }) => Some(Script::Take),
+            Some(Awaiting::Renew { .. }) => Some(Script::Renew),
+            Some(Awaiting::Release) => Some(Script::Release),
+            Some(Awaiting::Repair) => Some(Script::Repair),
+        };
+        store::fault(script, message)
     }
 
     /// What the member has counted.
@@ -174,9 +199,12 @@ impl Protocol {
                 self.counts.received = self.counts.received.saturating_add(1);
                 match wire::decode_line(line, &self.settings.name, signer) {
                     Ok(Line::Event(message)) => self.apply(link, &message, message.remaining()),
-                    Ok(Line::LeaseFree { origin }) => {
+                    Ok(Line::LeaseFree { .. }) => {
                         // Waiting for the holder's lease to run out: ask at once instead.
-                        if origin != self.settings.member && self.lease == Lease::Free {
+                        // Whoever sent it: a process that shares this member's name holds
+                        // leases of its own, and this member's own notice changes nothing
+                        // unless a caller is waiting, when asking at once is right.
+                        if self.lease == Lease::Free {
                             self.lease_retry_at = self.lease_retry_at.min(now);
                         }
                     }
@@ -220,203 +248,6 @@ impl Protocol {
             }
             FleetApplied::Stale => self.counts.ignore(Ignored::Stale),
             FleetApplied::NotInFleet => {}
-        }
-    }
-
-    fn reply(
-        &mut self,
-        reply: Reply<'_>,
-        link: &mut impl Link,
-        signer: Option<&dyn Signer>,
-        now: Nanos,
-    ) {
-        let Some(awaiting) = self.awaiting.take() else {
-            return;
-        };
-        if reply == Reply::Refused {
-            self.counts.refused = self.counts.refused.saturating_add(1);
-        }
-        let mine = link.view().status.generation;
-        match (awaiting, reply) {
-            (
-                Awaiting::Read,
-                Reply::Read {
-                    event,
-                    event_ttl_ms,
-                    generation,
-                },
-            ) => self.reconciled(link, signer, now, mine, event, event_ttl_ms, generation),
-            (Awaiting::Vote(_), Reply::Voted { now_ms, votes }) => {
-                let mut ages: Vec<(u64, Nanos)> = Vec::with_capacity(votes.len());
-                for (entry, at_ms) in votes {
-                    match wire::decode_vote(entry, &self.settings.name, mine, signer) {
-                        Ok(member) if !ages.iter().any(|&(m, _)| m == member) => {
-                            let age = now_ms.saturating_sub(at_ms).saturating_mul(MILLISECOND);
-                            ages.push((member, age));
-                        }
-                        Ok(_) => {}
-                        Err(why) => self.counts.ignore(why),
-                    }
-                }
-                if link.votes(&ages) {
-                    let announcement = Announcement {
-                        kind: AnnouncementKind::Tripped,
-                        remaining: 0,
-                    };
-                    self.publish(announcement, FleetEventKind::Open);
-                }
-            }
-            (Awaiting::Generation(p), Reply::Generation(generation)) => {
-                match u64::try_from(generation)
-                    .ok()
-                    .filter(|&g| (1..=wire::MAX_NUMBER).contains(&g) && g > mine)
-                {
-                    Some(generation) => self.send(link, signer, p, generation),
-                    None => self.missed_generation(p, mine, generation > 0),
-                }
-            }
-            (Awaiting::Generation(p), Reply::Refused) => self.missed_generation(p, mine, false),
-            (Awaiting::Publish(_), Reply::Published) => {
-                self.counts.published = self.counts.published.saturating_add(1);
-            }
-            (Awaiting::Take { sent }, Reply::Lease { held, ttl_ms }) => {
-                let length = self.settings.probe_timeout;
-                if held {
-                    let lease = Held::taken(sent, now, length, link.view().admitted);
-                    self.lease = Lease::Held(lease);
-                    self.counts.leases = self.counts.leases.saturating_add(1);
-                    link.store(true, Some(lease.until.saturating_sub(now)));
-                } else {
-                    // Another member holds it: ask again no sooner than it runs out.
-                    let wait = u64::try_from(ttl_ms)
-                        .unwrap_or(0)
-                        .saturating_mul(MILLISECOND)
-                        .clamp(MILLISECOND, length);
-                    self.lease_retry_at = now.saturating_add(wait);
-                }
-            }
-            (Awaiting::Renew { sent }, Reply::Renewed(renewed)) => {
-                if let (true, Lease::Held(lease)) = (renewed, self.lease) {
-                    let lease = lease.renewed(sent, now, self.settings.probe_timeout);
-                    self.lease = Lease::Held(lease);
-                    link.store(true, Some(lease.until.saturating_sub(now)));
-                } else {
-                    // Another member's by now (it ran out first): nothing to give back.
-                    self.lease = Lease::Free;
-                    link.store(true, None);
-                }
-            }
-            (Awaiting::Release, _) => self.lease = Lease::Free,
-            (Awaiting::Repair, reply) => {
-                // Tried once: a refusal waits for the next read to find it again.
-                self.repair = None;
-                if reply == Reply::Repaired {
-                    self.counts.repairs = self.counts.repairs.saturating_add(1);
-                }
-            }
-            // An answer that does not fit the question (a refused read, vote or publish):
-            // the data behind it is bad, but the store is up. It is counted and not asked
-            // again at once: the next read back finds what can be repaired.
-            (Awaiting::Read, _) => {
-                self.reconcile_at = Some(now.saturating_add(self.settings.reconcile_interval));
-            }
-            (Awaiting::Take { .. }, _) => {
-                self.lease_retry_at = now.saturating_add(self.settings.probe_timeout / 3);
-            }
-            (Awaiting::Renew { .. }, _) => {
-                self.lease = Lease::Free;
-                link.store(true, None);
-            }
-            (_, _) => {}
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn reconciled(
-        &mut self,
-        link: &mut impl Link,
-        signer: Option<&dyn Signer>,
-        now: Nanos,
-        mine: u64,
-        event: Option<&[u8]>,
-        event_ttl_ms: i64,
-        generation: Option<&[u8]>,
-    ) {
-        self.counts.reconciles = self.counts.reconciles.saturating_add(1);
-        self.reconcile_at = Some(now.saturating_add(self.settings.reconcile_interval));
-        // The counter: absent is 0 (a store restarted empty); anything else that is not a
-        // generation is repaired to this member's, as is one below it.
-        let stored = match generation {
-            None => Some(0),
-            Some(text) => wire::decode_generation(text),
-        };
-        match stored {
-            Some(stored) if stored >= mine => {}
-            Some(_) => self.repair = Some(mine),
-            None => {
-                self.counts.ignore(Ignored::MalformedGeneration);
-                self.repair = Some(mine);
-            }
-        }
-        if self.repair.is_some() && link.view().probes_out == 0 {
-            // The store lost the fleet's state (restarted empty, failed over without it),
-            // and with it whose lease it was: a round may still be out under a lease held
-            // before, for up to a probe timeout. A member with probes of its own out asks
-            // at once: its breaker admits no more than K.
-            let until = now.saturating_add(self.settings.probe_timeout);
-            self.lease_retry_at = self.lease_retry_at.max(until);
-        }
-        if let Some(text) = event {
-            let fingerprint = fingerprint(text);
-            let new = self.last_stored != Some(fingerprint);
-            self.last_stored = Some(fingerprint);
-            match wire::decode(text, &self.settings.name, signer) {
-                Err(why) if new => self.counts.ignore(why),
-                Err(_) => {}
-                Ok(message) if message.generation > mine => {
-                    // An open lasts the least of the store's TTL and its signed time (and
-                    // the breaker caps it at its longest opening); one stored without a
-                    // TTL is not a shape the format writes: absent.
-                    let remaining = match message.kind {
-                        FleetEventKind::Close => Some(0),
-                        FleetEventKind::Open => u64::try_from(event_ttl_ms)
-                            .ok()
-                            .filter(|&ms| ms > 0)
-                            .map(|ms| ms.saturating_mul(MILLISECOND).min(message.remaining())),
-                    };
-                    if let Some(remaining) = remaining {
-                        self.apply(link, &message, remaining);
-                    }
-                }
-                Ok(_) => {}
-            }
-        }
-        if !self.reconciled {
-            self.reconciled = true;
-            // Back from an outage: the announcement the store did not take goes out, if it
-            // still describes the breaker (an event just applied may have made it untrue).
-            if let Some(announcement) = self.unsent.take() {
-                if announcement.kind.holds_in(link.view().state) {
-                    self.announce(announcement);
-                }
-            }
-        }
-    }
-
-    /// A generation the counter should not have given (it held garbage, or is behind
-    /// this member): repair it, then ask again, a few times at most.
-    fn missed_generation(&mut self, p: Publishing, mine: u64, counted: bool) {
-        if !counted {
-            self.counts.ignore(Ignored::MalformedGeneration);
-        }
-        self.repair = Some(mine);
-        if p.tries < GENERATION_TRIES {
-            self.publishing = Some(Publishing {
-                tries: p.tries.saturating_add(1),
-                ..p
-            });
-        } else {
-            self.unsent = Some(p.announcement);
         }
     }
 
@@ -574,14 +405,4 @@ impl Protocol {
             signer,
         )
     }
-}
-
-/// A short fingerprint of a stored value (FNV-1a), to tell one read from the last.
-fn fingerprint(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in bytes.iter().take(wire::MAX_LINE.saturating_add(1)) {
-        hash ^= u64::from(*byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash ^ u64::try_from(bytes.len()).unwrap_or(u64::MAX)
 }

@@ -24,6 +24,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::scripts::Script;
 use super::wire::Ignored;
 use super::{Announcement, FleetApplied, FleetEvent, FleetStatus};
 use crate::state::State;
@@ -65,8 +66,13 @@ pub trait Link {
 pub struct Settings {
     /// The fleet's name (valid: see [`wire::valid_name`]).
     pub name: String,
-    /// This member's id (not 0).
+    /// This member's id (not 0): its vote. Stable across restarts when it comes from a
+    /// member name, so a restarted process keeps its vote.
     pub member: u64,
+    /// This member's session (random, not 0, made anew for every member an adapter makes,
+    /// in a forked child too): with the member id, the lease's holder, so two processes
+    /// that share a member name never both hold the probe lease.
+    pub session: u64,
     /// How often the member reads the fleet's state back from the keys.
     pub reconcile_interval: Nanos,
     /// The breaker's configured cooldown: the window votes count in.
@@ -128,6 +134,22 @@ pub enum Command {
         /// The least generation the counter must hold.
         floor: u64,
     },
+}
+
+impl Command {
+    /// The script the store runs for it; `None` for [`Command::NextGeneration`] (`INCR`).
+    pub fn script(&self) -> Option<Script> {
+        match self {
+            Self::Read => Some(Script::Read),
+            Self::Vote { .. } => Some(Script::Vote),
+            Self::NextGeneration => None,
+            Self::Publish { .. } => Some(Script::Publish),
+            Self::TakeLease { .. } => Some(Script::Take),
+            Self::RenewLease { .. } => Some(Script::Renew),
+            Self::ReleaseLease { .. } => Some(Script::Release),
+            Self::Repair { .. } => Some(Script::Repair),
+        }
+    }
 }
 
 /// The store's answer to the command last asked for.
