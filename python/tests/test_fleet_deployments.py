@@ -27,7 +27,7 @@ def test_processes_that_share_a_member_name_share_no_lease(server, members):
     settled(*ms)
     holder = probe_round(ms)
     probe = ms[holder].breaker.acquire()
-    assert probe and probe.is_probe
+    assert probe and probe.probe
     time.sleep(0.3)
     other = ms[1 - holder]
     assert not other.breaker.fleet_status()["lease_held"]
