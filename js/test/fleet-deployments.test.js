@@ -1,30 +1,16 @@
 // Fleet mode from Node as users deploy it, on a real redis-server: processes that share a
 // member name, a Redis shared with a cache that evicts, and members whose Redis user an ACL
 // restricts (the Rust adapter's counterparts are redis/tests/deployments.rs).
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createClient } from 'redis';
 import { Rejected } from '../src/node.js';
 import { fleetTables } from '../src/fleet/protocol.js';
 import { closeAll, connected, fleetName, keys, member, probeRound, sleep, trip, waitFor } from './fleet-helpers.js';
-import { startRedis } from './redis-server.js';
+import { suiteRedis, withRedis } from './redis-server.js';
 
 async function opened(list) {
   trip(list[0].breaker);
   for (const m of list) await waitFor(() => m.breaker.fleetStatus().generation >= 1, 'the open applied');
-}
-
-async function withRedis(extra, run) {
-  const redis = await startRedis({ extra });
-  const raw = createClient({ url: redis.url });
-  raw.on('error', () => {});
-  await raw.connect();
-  try {
-    await run(redis, raw);
-  } finally {
-    await raw.close();
-    await redis.stop();
-  }
 }
 
 const userUrl = (redis, user) => redis.url.replace('redis://', `redis://${user}:secret@`);
@@ -33,15 +19,9 @@ const aclUser = (raw, user, rules) => raw.sendCommand(['ACL', 'SETUSER', user, '
 describe('fleet mode where users deploy it', () => {
   let redis;
   let raw;
-  before(async () => {
-    redis = await startRedis();
-    raw = createClient({ url: redis.url });
-    raw.on('error', () => {});
-    await raw.connect();
-  });
-  after(async () => {
-    await raw.close();
-    await redis.stop();
+  suiteRedis([], (server, client) => {
+    redis = server;
+    raw = client;
   });
 
   test('two processes that share a member name share a vote, never the probe lease', async () => {

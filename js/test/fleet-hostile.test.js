@@ -3,12 +3,11 @@
 // counterparts are redis/tests/hostile.rs), reproduced the way it was found, and what
 // must hold instead. Breaker time is each member's fake clock; what Redis does is awaited
 // by polling a condition, never by sleeping for breaker time.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { createClient } from 'redis';
 import { CircuitBreaker, Rejected } from '../src/node.js';
 import { FleetStore } from '../src/fleet/index.js';
 import { fleetTables } from '../src/fleet/protocol.js';
@@ -16,7 +15,7 @@ import {
   breakerOptions, closeAll, commandCalls, connected, connectedClients, fleetName, fleetOf, keys, line,
   member, probeRound, sleep, storeOptions, trip, vote, waitFor,
 } from './fleet-helpers.js';
-import { startRedis } from './redis-server.js';
+import { startRedis, suiteRedis } from './redis-server.js';
 
 /** Opens the fleet through `tripper` and waits until every member applied it (the tripper too). */
 async function opened(tripper, list) {
@@ -34,15 +33,9 @@ const pastCooldown = (list) => {
 describe('fleet mode against uneven traffic and a hostile store', () => {
   let redis;
   let raw;
-  before(async () => {
-    redis = await startRedis({ extra: ['--proto-max-bulk-len', '64mb'] });
-    raw = createClient({ url: redis.url });
-    raw.on('error', () => {});
-    await raw.connect();
-  });
-  after(async () => {
-    await raw.close();
-    await redis.stop();
+  suiteRedis(['--proto-max-bulk-len', '64mb'], (server, client) => {
+    redis = server;
+    raw = client;
   });
 
   test('1. idle members never hold the lease a busy one needs', async () => {

@@ -4,7 +4,7 @@
 // Redis effects are awaited by polling a condition, never by sleeping for breaker time.
 // The hostile store and uneven traffic are fleet-hostile.test.js; the protocol's vectors,
 // fleet-protocol.test.js.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { FleetStore } from '../src/fleet/index.js';
 import {
   allAt, closeAll, fleetName, fleetOf, keys, line, member, probeRound, storeOptions, trip, waitFor,
 } from './fleet-helpers.js';
-import { freePort, redisServerPath, startRedis } from './redis-server.js';
+import { freePort, redisServerPath, startRedis, suiteRedis } from './redis-server.js';
 
 test('redis-server is installed (the fleet tests need a real one)', () => {
   assert.ok(redisServerPath());
@@ -25,15 +25,9 @@ test('redis-server is installed (the fleet tests need a real one)', () => {
 describe('fleet mode on a real redis-server', () => {
   let redis;
   let raw;
-  before(async () => {
-    redis = await startRedis();
-    raw = createClient({ url: redis.url });
-    raw.on('error', () => {});
-    await raw.connect();
-  });
-  after(async () => {
-    await raw.close();
-    await redis.stop();
+  suiteRedis([], (server, client) => {
+    redis = server;
+    raw = client;
   });
 
   test('2, 5. one trip opens the fleet, every member with the same remaining cooldown, on clocks with other origins', async () => {

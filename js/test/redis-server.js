@@ -4,6 +4,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
+import { after, before } from 'node:test';
+import { createClient } from 'redis';
 import { join } from 'node:path';
 
 const CANDIDATES = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'];
@@ -105,4 +107,42 @@ export async function startRedis({ port, extra = [] } = {}) {
   };
   await server.start();
   return server;
+}
+
+/** A raw client of `server`, connected, for a test to read and write the store itself. */
+async function rawClient(server) {
+  const raw = createClient({ url: server.url });
+  raw.on('error', () => {});
+  await raw.connect();
+  return raw;
+}
+
+/**
+ * Starts a redis-server (with `extra` arguments) and a raw client of it before a suite's
+ * tests, and stops both after; `use(server, raw)` receives them.
+ */
+export function suiteRedis(extra, use) {
+  let server;
+  let raw;
+  before(async () => {
+    server = await startRedis({ extra });
+    raw = await rawClient(server);
+    use(server, raw);
+  });
+  after(async () => {
+    await raw.close();
+    await server.stop();
+  });
+}
+
+/** Runs `body(server, raw)` on a redis-server of its own (with `extra` arguments), stopped after. */
+export async function withRedis(extra, body) {
+  const server = await startRedis({ extra });
+  const raw = await rawClient(server);
+  try {
+    await body(server, raw);
+  } finally {
+    await raw.close();
+    await server.stop();
+  }
 }

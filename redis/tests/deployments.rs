@@ -73,7 +73,7 @@ async fn a_store_that_evicts_volatile_keys_keeps_the_lease() {
         ..config(1)
     };
     let members: Vec<Member> = (0..2)
-        .map(|_| member_with(options(&url), "evict", short.clone()))
+        .map(|_| member_with(options(&url), "evict", short))
         .collect();
     connected(&members.iter().collect::<Vec<_>>()).await;
     assert_eq!(members[0].fleet.store().warning(), None);

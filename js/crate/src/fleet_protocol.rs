@@ -498,18 +498,23 @@ mod tests {
         Breaker::new(&values, None, None, 0.0).unwrap()
     }
 
-    #[test]
-    fn a_member_reads_back_first_then_applies_and_asks_for_the_lease() {
-        let mut b = member(1.0);
-        let mut p = FleetProtocol::new(
+    /// Member `…aa` of fleet `payments`, session `…f1`.
+    fn protocol(b: &Breaker) -> FleetProtocol {
+        FleetProtocol::new(
             "payments",
             "00000000000000aa",
             "00000000000000f1",
             1_000.0,
-            &b,
+            b,
             None,
         )
-        .unwrap_or_else(|_| panic!("valid"));
+        .unwrap_or_else(|_| panic!("valid"))
+    }
+
+    #[test]
+    fn a_member_reads_back_first_then_applies_and_asks_for_the_lease() {
+        let mut b = member(1.0);
+        let mut p = protocol(&b);
         assert_eq!(
             p.keys(),
             "tripgate:{payments}:gen tripgate:{payments}:event tripgate:{payments}:votes \
@@ -536,7 +541,7 @@ mod tests {
         // Past the stored open: half-open, a caller turned away, the lease asked for.
         assert!(b.acquire(2_000.0) < 0);
         assert_eq!(p.handle(2, &[], &[], &[], &mut b, 2_000.0, 500.0), 4 + 1);
-        assert_eq!(p.command(), "00000000000000aa");
+        assert_eq!(p.command(), "00000000000000aa00000000000000f1");
         p.state(&mut state);
         assert_eq!(state[4], 15_000.0, "the lease's length");
         assert_eq!(state[3], 1.0, "wants the lease");
@@ -552,22 +557,14 @@ mod tests {
             .split_once('\n')
             .map(|(h, n)| (h.to_string(), n.to_string()))
             .unwrap();
-        assert_eq!(holder, "00000000000000aa");
+        assert_eq!(holder, "00000000000000aa00000000000000f1");
         assert!(notice.contains(" free 0 00000000000000aa "), "{notice}");
     }
 
     #[test]
     fn absent_values_and_votes_cross_as_lengths() {
         let mut b = member(2.0);
-        let mut p = FleetProtocol::new(
-            "payments",
-            "00000000000000aa",
-            "00000000000000f1",
-            1_000.0,
-            &b,
-            None,
-        )
-        .unwrap_or_else(|_| panic!("valid"));
+        let mut p = protocol(&b);
         p.handle(0, &[], &[], &[], &mut b, 0.0, 0.0);
         let none = u32::MAX;
         assert_eq!(
