@@ -96,6 +96,27 @@ class StoreThread:
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout if timeout is not None else 5 * self._timeout_ns / 1e9 + 1)
 
+    def forsake(self) -> None:
+        """In a child just forked: lets go of what this thread held in the parent. The
+        thread is not in the child, and its sockets and selector are the parent's too, so
+        the child's copies are closed here: never read, written, unregistered or shut
+        down (which would break them for the parent)."""
+        for sock in self._socks.values():
+            try:
+                sock.close()
+            except OSError:
+                pass
+        self._socks.clear()
+        self._pubsubs.clear()
+        self._client = None
+        self._members.clear()
+        self._channels.clear()
+        self._timers.clear()
+        self._requests.clear()
+        # Closes the child's handle of the parent's epoll (or whatever the selector is),
+        # without a word to it.
+        self._selector.close()
+
     def _run(self) -> None:
         while True:
             try:
@@ -285,6 +306,21 @@ class StoreThread:
                 ):
                     entry.subscribing = None
                     self._step(entry, "up")
+                elif kind == "sunsubscribe" and entry.pubsub is pubsub and entry.subscribing is None:
+                    self._moved(entry)
+
+    def _moved(self, entry: Entry) -> None:
+        """The node that served ``entry``'s channels gave their slot up (a failover, a
+        resharding: it says so with ``SUNSUBSCRIBE``). The member decides alone until it
+        is subscribed on the slot's new master and has read its fleet back."""
+        entry.pubsub = None
+        self._step(entry, "down")
+        try:
+            _fleet_redis.refresh_slots(self._client)
+        except Exception as error:  # noqa: BLE001
+            self._lost(error)
+            return
+        self._subscribe(entry)
 
     def _lost(self, error: BaseException) -> None:
         """The session is over: every member decides locally, and the store is tried again
