@@ -212,7 +212,7 @@ impl FleetMember {
             Some(reconcile_interval_ns),
         )?;
         let key = key_of(py, key)?;
-        let native = Arc::clone(breaker.get().native());
+        let native = Arc::clone(breaker.get().native()?);
         breaker.get().refresh(py);
         if !native.fleet_status().enabled {
             return Err(option_error(
