@@ -1,6 +1,6 @@
 """Timed async calls (`guard(timeout=...).call_async`, a breaker's `timeout`): each call's
-deadline is its loop's time plus the budget, one timer handle per loop and budget serves
-every call, and a call still out at its deadline is cancelled, recorded as `timeout` and
+deadline is its loop's time plus the budget, one timer handle per loop serves every call
+whatever its budget, and a call still out at its deadline is cancelled, recorded as `timeout` and
 raises CallTimeoutError (or gives the fallback). Breaker time is a FakeClock; the event
 loop jumps its own clock, except where a real loop is the point (nothing expires there)."""
 
@@ -64,7 +64,7 @@ def test_budgets_of_every_size_each_keep_their_own_deadlines(make):
     async def main():
         loop = asyncio.get_running_loop()
         start = loop.time()
-        # 100 budgets, more than the module keeps queues for: each still expires on time.
+        # 100 budgets in one heap: each still expires on time.
         budgets = [0.01 * (i + 1) for i in range(100)]
         results = await asyncio.gather(
             *(r.breaker.guard(timeout=b, fallback=lambda e: loop.time() - start).call_async(asyncio.sleep, 60) for b in budgets)
