@@ -140,6 +140,7 @@ def test_members_follow_their_fleet_to_the_replica_promoted_in_a_failover(replic
             "every member subscribed on the promoted master",
             lambda: promoted.client().execute_command("PUBSUB", "SHARDNUMSUB", channel) == [channel.encode(), 3],
             timeout=5.0,
+            detail=lambda: [(n.port, n.client().execute_command("PUBSUB", "SHARDNUMSUB", channel)) for n in replicated.nodes],
         )
         connected(*ms)
         ms[0].fail()
