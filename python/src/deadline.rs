@@ -2,19 +2,22 @@
 //! `tripgate._breaker._run_timed` starts and ends around its await.
 //!
 //! A call with a budget does not get a timer of its own. The deadlines of one event
-//! loop's calls with one budget fall due in the order they were set, so one queue and one
-//! timer handle serve them all: starting a call appends to its queue, ending it marks its
-//! entry and drops the ended ones from the front, and the timer wakes at the front's
-//! deadline (about once a budget while calls keep coming) to cancel the tasks whose
-//! deadline has passed, as `asyncio.timeout` would. Nothing here decides anything about
+//! loop's calls, whatever their budgets (a request's deadline passed down gives every
+//! call its own), wait in one heap, earliest first, and one timer handle serves them all:
+//! it is set for the earliest deadline, set anew (the one before cancelled) only when a
+//! call comes with a deadline ahead of it, and when it runs it cancels the tasks whose
+//! deadline has passed, as `asyncio.timeout` would, and sets itself for the next. A call
+//! that ends marks its entry, which leaves the heap when it reaches the front, or with
+//! every other ended one once they are most of it. Nothing here decides anything about
 //! the breaker: the caller records `timeout` when `end` says the deadline passed.
 //!
-//! The queues are found through a module-wide list, so they hold their loop and their
-//! calls' tasks weakly: a loop closed and dropped with timed calls still out takes its
-//! tasks with it (each call's coroutine is closed and gives its permit back), as it would
-//! with `asyncio.timeout`, whose timer the loop alone holds.
+//! The queues are found through a module-wide list, one per loop, so they hold their
+//! loop, their timer and their calls' tasks weakly: a loop closed and dropped with timed
+//! calls still out takes its tasks with it (each call's coroutine is closed and gives its
+//! permit back), as it would with `asyncio.timeout`, whose timer the loop alone holds.
 
-use std::collections::VecDeque;
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -28,9 +31,6 @@ use pyo3::types::{PyDict, PyWeakrefMethods, PyWeakrefReference};
 const PENDING: u8 = 0;
 const ENDED: u8 = 1;
 const EXPIRED: u8 = 2;
-
-/// Queues kept at most (per event loop and budget); past it, idle ones are forgotten.
-const MAX_QUEUES: usize = 64;
 
 /// Where a queue reads its loop's time: the loop's `time()` is `time.monotonic()` for
 /// every loop of `asyncio` itself, read here from the same monotonic clock through
@@ -100,19 +100,77 @@ impl Ref {
     }
 }
 
-struct Queue {
-    entries: VecDeque<Py<Deadline>>,
-    /// Whether a timer is set (for the front's deadline), and for when. Its handle is not
-    /// kept: it holds the loop, and nothing cancels it (it finds the queue empty).
-    armed: bool,
+/// A deadline in its loop's queue: due at `at`, in the order set among equal ones.
+struct Due {
     at: f64,
+    seq: u64,
+    entry: Py<Deadline>,
 }
 
-/// The deadlines of one event loop's calls with one budget.
+impl Due {
+    fn state(&self) -> u8 {
+        self.entry.get().state.load(Ordering::Relaxed)
+    }
+}
+
+impl PartialEq for Due {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == CmpOrdering::Equal
+    }
+}
+
+impl Eq for Due {}
+
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Reversed, so that `BinaryHeap` (a max-heap) gives the earliest deadline first.
+impl Ord for Due {
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        other
+            .at
+            .total_cmp(&self.at)
+            .then_with(|| other.seq.cmp(&self.seq))
+    }
+}
+
+/// Ended calls the heap may hold before they are swept out at once (below it, they go as
+/// they reach the front).
+const SWEEP_AT: usize = 64;
+
+struct Queue {
+    /// Every call out, earliest deadline first, and ended ones not yet dropped.
+    heap: BinaryHeap<Due>,
+    seq: u64,
+    /// Entries of `heap` that have ended.
+    ended: usize,
+    /// The timer set for the earliest deadline: when, and its handle (weakly where the
+    /// handle takes a weak reference: the loop holds it until it runs or is cancelled).
+    timer: Option<(f64, Ref)>,
+}
+
+impl Queue {
+    /// Drops ended entries from the front, and every ended one once they are most of the
+    /// heap, so ended calls hold no memory for long whatever their budgets.
+    fn drop_ended(&mut self) {
+        while self.heap.peek().is_some_and(|d| d.state() == ENDED) {
+            self.heap.pop();
+            self.ended = self.ended.saturating_sub(1);
+        }
+        if self.ended >= SWEEP_AT && self.ended.saturating_mul(2) > self.heap.len() {
+            self.heap.retain(|d| d.state() != ENDED);
+            self.ended = 0;
+        }
+    }
+}
+
+/// The deadlines of one event loop's timed calls, whatever their budgets.
 #[pyclass(frozen, module = "tripgate._native", name = "DeadlineQueue")]
 pub struct DeadlineQueue {
     event_loop: Ref,
-    budget: f64,
     clock: LoopClock,
     queue: Mutex<Queue>,
 }
@@ -122,30 +180,40 @@ impl DeadlineQueue {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn arm(slf: &Bound<'_, Self>, at: f64) -> PyResult<()> {
+    /// Sets the timer for `at`, cancelling the one set for later (`replaced`). Call with
+    /// the queue unlocked: the loop's `call_at` and `cancel` are Python code.
+    fn arm(slf: &Bound<'_, Self>, at: f64, replaced: Option<Ref>) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
+        if let Some(handle) = replaced.and_then(|r| r.get(py)) {
+            handle.call_method0(intern!(py, "cancel"))?;
+        }
         let Some(event_loop) = this.event_loop.get(py) else {
             // The loop is gone, and its calls with it.
             return Ok(());
         };
         let handle = event_loop.call_method1(
             intern!(py, "call_at"),
-            (at, slf.getattr(intern!(py, "_expire"))?),
+            (at, slf.getattr(intern!(py, "_expire"))?, at),
         )?;
-        drop(handle);
-        let mut queue = this.lock();
-        queue.armed = true;
-        queue.at = at;
+        this.lock().timer = Some((at, Ref::to(&handle)));
         Ok(())
+    }
+
+    /// Lets go of every entry (the loop is gone): outside any lock, since a task let go
+    /// of may run Python code.
+    fn forget(&self) {
+        let heap = std::mem::take(&mut self.lock().heap);
+        drop(heap);
     }
 }
 
 #[pymethods]
 impl DeadlineQueue {
-    /// The timer's callback: cancels the tasks whose deadline has passed and sets the
-    /// timer for the next one.
-    fn _expire(slf: &Bound<'_, Self>) -> PyResult<()> {
+    /// The timer's callback (`at`: the deadline it was set for): cancels the tasks whose
+    /// deadline has passed and sets the timer for the next one. A timer replaced by an
+    /// earlier one, where the loop's handle could not be cancelled, does nothing.
+    fn _expire(slf: &Bound<'_, Self>, at: f64) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
         let Some(event_loop) = this.event_loop.get(py) else {
@@ -153,36 +221,46 @@ impl DeadlineQueue {
         };
         let now = this.clock.now(&event_loop)?;
         let mut due = Vec::new();
-        let mut next = None;
         let mut popped = Vec::new();
-        {
+        let next = {
             let mut queue = this.lock();
-            queue.armed = false;
+            if queue
+                .timer
+                .as_ref()
+                .is_none_or(|(set, _)| set.to_bits() != at.to_bits())
+            {
+                return Ok(());
+            }
+            queue.timer = None;
             // asyncio runs a timer up to its clock's resolution early: the deadline it
             // was set for counts as passed.
-            let now = now.max(queue.at);
-            while let Some(front) = queue.entries.front() {
-                let entry = front.get();
-                if entry.state.load(Ordering::Relaxed) == PENDING {
-                    if entry.deadline > now {
-                        next = Some(entry.deadline);
-                        break;
+            let now = now.max(at);
+            loop {
+                let Some(front) = queue.heap.peek() else {
+                    break None;
+                };
+                match front.state() {
+                    PENDING if front.at > now => break Some(front.at),
+                    PENDING => {
+                        let entry = front.entry.get();
+                        entry.state.store(EXPIRED, Ordering::Relaxed);
+                        if let Some(task) = entry.task(py) {
+                            due.push(task);
+                        }
                     }
-                    entry.state.store(EXPIRED, Ordering::Relaxed);
-                    if let Some(task) = entry.task(py) {
-                        due.push(task);
-                    }
+                    ENDED => queue.ended = queue.ended.saturating_sub(1),
+                    _ => {}
                 }
-                popped.extend(queue.entries.pop_front());
+                popped.extend(queue.heap.pop());
             }
-        }
+        };
         // Outside the lock: cancelling (and letting go of an entry) runs Python code.
         drop(popped);
         for task in due {
             task.call_method0(intern!(py, "cancel"))?;
         }
         if let Some(at) = next {
-            Self::arm(slf, at)?;
+            Self::arm(slf, at, None)?;
         }
         Ok(())
     }
@@ -193,7 +271,6 @@ impl DeadlineQueue {
 #[pyclass(frozen, module = "tripgate._native", name = "Deadline")]
 pub struct Deadline {
     queue: Py<DeadlineQueue>,
-    deadline: f64,
     task: Mutex<Option<Ref>>,
     /// The task's cancel requests when the call started (3.11+).
     cancelling: i64,
@@ -223,13 +300,9 @@ impl Deadline {
             PENDING => {
                 let queue = self.queue.get();
                 let mut queue = queue.lock();
-                while queue
-                    .entries
-                    .front()
-                    .is_some_and(|e| e.get().state.load(Ordering::Relaxed) == ENDED)
-                {
-                    queue.entries.pop_front();
-                }
+                queue.ended = queue.ended.saturating_add(1);
+                // Ended entries hold no task any more: dropping them runs no Python code.
+                queue.drop_ended();
                 drop(queue);
                 drop(task);
                 Ok(0)
@@ -295,51 +368,49 @@ fn running_task<'py>(py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py,
     }
 }
 
-/// The queue of `event_loop`'s calls with `budget`.
+/// The queue of `event_loop`'s timed calls (made on its first).
 fn queue_for<'py>(
     py: Python<'py>,
     event_loop: &Bound<'py, PyAny>,
-    budget: f64,
 ) -> PyResult<Bound<'py, DeadlineQueue>> {
     // No Python code runs while the list is locked (it could wait for this thread's GIL).
     let queues = || QUEUES.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(queue) = queues().iter().find(|q| {
-        let q = q.get();
-        q.budget.to_bits() == budget.to_bits()
-            && q.event_loop.get(py).is_some_and(|l| l.is(event_loop))
-    }) {
+    if let Some(queue) = queues()
+        .iter()
+        .find(|q| q.get().event_loop.get(py).is_some_and(|l| l.is(event_loop)))
+    {
         return Ok(queue.bind(py).clone());
     }
     let queue = Bound::new(
         py,
         DeadlineQueue {
             event_loop: Ref::to(event_loop),
-            budget,
             clock: LoopClock::of(py, event_loop)?,
             queue: Mutex::new(Queue {
-                entries: VecDeque::new(),
-                armed: false,
-                at: 0.0,
+                heap: BinaryHeap::new(),
+                seq: 0,
+                ended: 0,
+                timer: None,
             }),
         },
     )?;
-    let forgotten: Vec<Py<DeadlineQueue>>;
+    let gone: Vec<Py<DeadlineQueue>>;
     {
         let mut queues = queues();
-        // The queues of loops that are gone go; past MAX_QUEUES (budgets that vary from
-        // call to call, loops come and gone), the idle ones too (a timer still set for
-        // one finds it empty and stops).
-        let crowded = queues.len() >= MAX_QUEUES;
-        let (gone, kept) = std::mem::take(&mut *queues).into_iter().partition(|q| {
-            let q = q.get();
-            q.event_loop.get(py).is_none() || (crowded && q.lock().entries.is_empty())
-        });
+        // The queues of loops that are gone go.
+        let (dead, kept) = std::mem::take(&mut *queues)
+            .into_iter()
+            .partition(|q| q.get().event_loop.get(py).is_none());
         *queues = kept;
-        forgotten = gone;
+        gone = dead;
         queues.push(queue.clone().unbind());
     }
-    // Outside the lock: letting go of a queue may run Python code.
-    drop(forgotten);
+    // Outside the lock: letting go of a queue and its calls may run Python code. Its
+    // entries hold it too, so they are let go of first.
+    for queue in &gone {
+        queue.get().forget();
+    }
+    drop(gone);
     Ok(queue)
 }
 
@@ -353,25 +424,34 @@ pub fn start_deadline(py: Python<'_>, budget: f64) -> PyResult<Bound<'_, Deadlin
     } else {
         0
     };
-    let queue = queue_for(py, &event_loop, budget)?;
-    let deadline = queue.get().clock.now(&event_loop)? + budget;
+    let queue = queue_for(py, &event_loop)?;
+    let at = queue.get().clock.now(&event_loop)? + budget;
     let entry = Bound::new(
         py,
         Deadline {
             queue: queue.clone().unbind(),
-            deadline,
             task: Mutex::new(Some(Ref::to(&task))),
             cancelling,
             state: AtomicU8::new(PENDING),
         },
     )?;
-    let arm = {
+    // The timer is set anew only for a deadline ahead of the one it is set for.
+    let replaced = {
         let mut q = queue.get().lock();
-        q.entries.push_back(entry.clone().unbind());
-        !q.armed
+        let seq = q.seq;
+        q.seq = seq.wrapping_add(1);
+        q.heap.push(Due {
+            at,
+            seq,
+            entry: entry.clone().unbind(),
+        });
+        match &q.timer {
+            Some((set, _)) if *set <= at => None,
+            _ => Some(q.timer.take().map(|(_, handle)| handle)),
+        }
     };
-    if arm {
-        DeadlineQueue::arm(&queue, deadline)?;
+    if let Some(replaced) = replaced {
+        DeadlineQueue::arm(&queue, at, replaced)?;
     }
     Ok(entry)
 }

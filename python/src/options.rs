@@ -357,6 +357,30 @@ fn one_window(py: Python<'_>, given: &[Field]) -> PyResult<()> {
     Ok(())
 }
 
+/// The `name` option: a `str` that is text (UTF-8 has no lone surrogates).
+fn name_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    let Ok(text) = value.cast::<PyString>() else {
+        return Err(option_error(
+            py,
+            true,
+            "name",
+            format!("name must be a str, not {}", type_name(value)),
+        ));
+    };
+    text.to_cow().map(|t| t.into_owned()).map_err(|_| {
+        let shown = value
+            .repr()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| "?".into());
+        option_error(
+            py,
+            false,
+            "name",
+            format!("name must be text, not {shown:.60}: it holds a lone surrogate, which no encoding writes"),
+        )
+    })
+}
+
 pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
     let mut out = Options {
         config: Config::default(),
@@ -387,28 +411,16 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Op
             continue;
         }
         match option.as_str() {
-            "name" => {
-                out.name = value.extract::<String>().map_err(|_| {
-                    option_error(
-                        py,
-                        true,
-                        "name",
-                        format!("name must be a str, not {}", type_name(&value)),
-                    )
-                })?;
-            }
+            "name" => out.name = name_of(py, &value)?,
             "clock" => {
                 out.clock = if let Ok(fake) = value.cast::<FakeClock>() {
                     AnyClock::Fake(Arc::clone(&fake.get().inner))
                 } else if value.is_callable() {
-                    let clock = CallableClock::new(py, value.clone().unbind()).map_err(|e| {
-                        option_error(
-                            py,
-                            e.is_instance_of::<PyTypeError>(py),
-                            "clock",
-                            e.to_string(),
-                        )
-                    })?;
+                    let clock =
+                        CallableClock::new(py, value.clone().unbind()).inspect_err(|e| {
+                            // Its own message and cause, naming the option.
+                            let _ = e.value(py).setattr("option", "clock");
+                        })?;
                     AnyClock::Callable(Arc::new(clock))
                 } else {
                     return Err(option_error(

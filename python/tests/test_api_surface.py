@@ -78,3 +78,61 @@ def test_a_time_window_and_a_count_window_are_refused_together(time_option):
     # Each alone is a breaker; None is "not given".
     tripgate.CircuitBreaker(window_calls=20, window=None)
     tripgate.CircuitBreaker(window=10, buckets=5)
+
+
+class Upstream(tripgate.CircuitBreaker):
+    """A subclass with an ordinary ``__init__`` of its own, as an application writes one."""
+
+    def __init__(self, upstream, *, clock=None, **options):
+        super().__init__(name=f"upstream-{upstream}", clock=clock, **options)
+        self.upstream = upstream
+
+
+def test_a_subclass_with_its_own_init_takes_its_own_arguments():
+    clock = tripgate.FakeClock()
+    b = Upstream("payments", clock=clock, failure_threshold=2, min_calls=2)
+    assert (b.name, b.upstream) == ("upstream-payments", "payments")
+    for _ in range(2):
+        b.acquire().record("status:503")
+    assert b.state == "open" and isinstance(b, tripgate.CircuitBreaker)
+    # Its options are still checked, naming the option.
+    with pytest.raises(ValueError) as caught:
+        Upstream("search", failure_threshold=0)
+    assert caught.value.option == "failure_threshold"
+
+
+def test_a_subclass_whose_init_forgets_the_breaker_says_so():
+    class Forgetful(tripgate.CircuitBreaker):
+        def __init__(self, upstream):
+            self.upstream = upstream
+
+    b = Forgetful("payments")
+    with pytest.raises(RuntimeError, match=r"Forgetful.__init__ did not call CircuitBreaker.__init__"):
+        b.acquire()
+    with pytest.raises(RuntimeError, match="did not call"):
+        b.state  # noqa: B018
+
+
+def test_a_name_that_is_no_text_says_what_is_wrong():
+    with pytest.raises(ValueError) as caught:
+        tripgate.CircuitBreaker(name="\udcff")
+    assert caught.value.option == "name"
+    message = str(caught.value)
+    assert "not str" not in message and "surrogate" in message and "'\\udcff'" in message
+
+
+@pytest.mark.parametrize(
+    "clock, kind, cause",
+    [(lambda: 1 / 0, TypeError, ZeroDivisionError), (lambda: "soon", ValueError, None)],
+    ids=["raises", "not-seconds"],
+)
+def test_a_clock_that_fails_at_once_says_so_once(clock, kind, cause):
+    with pytest.raises(kind) as caught:
+        tripgate.CircuitBreaker(clock=clock)
+    message = str(caught.value)
+    assert caught.value.option == "clock"
+    assert not message.startswith(("ValueError", "TypeError")), message
+    assert message.count("Error:") <= 1, message
+    if cause is not None:
+        assert isinstance(caught.value.__cause__, cause)
+        assert "ZeroDivisionError: division by zero" in message

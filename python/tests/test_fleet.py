@@ -296,6 +296,28 @@ def test_a_registry_joins_its_fleet_breakers(server, members):
     assert registry["reg-local"].fleet_status()["enabled"] is False
 
 
+def test_a_registry_joins_all_of_its_fleet_breakers_or_none(server, members):
+    m = members(server.url, "reg-all-own")
+    registry = tripgate.Registry(clock=tripgate.FakeClock(1.0))
+    good = [registry.get(name, **config(1)) for name in ("reg-all-a", "reg-all-b")]
+    registry.get("reg all bad", **config(1))
+    with pytest.raises(ValueError) as caught:
+        m.store.join_registry(registry)
+    assert caught.value.option == "name" and "reg all bad" in str(caught.value)
+    # None joined: each may still join, here or anywhere.
+    for breaker in good:
+        assert m.store.join(breaker.name, breaker).ready(5.0)
+    # A breaker that is a member already: the ones before it are left again.
+    other = tripgate.Registry(clock=tripgate.FakeClock(1.0))
+    fresh = other.get("reg-all-c", **config(1))
+    taken = other.get("reg-all-d", **config(1))
+    members(server.url, "reg-all-elsewhere").store.join("reg-all-d", taken)
+    with pytest.raises(ValueError) as caught:
+        m.store.join_registry(other)
+    assert caught.value.option == "breaker"
+    assert m.store.join("reg-all-c", fresh).ready(5.0)
+
+
 def test_a_store_started_before_redis_joins_when_it_comes(server, members):
     server.kill()
     a = members(server.url, "late")

@@ -118,3 +118,40 @@ def test_the_fleet_s_master_killed_members_are_degraded_at_once_and_follow_it_ag
         eventually("back", lambda: m.fleet.status().connected, timeout=20.0)
     # Restarted empty: the counter is repaired to the members' generation.
     eventually("the counter repaired", lambda: node.client().get("tripgate:{c-killed}:gen") == b"1", timeout=5.0)
+
+
+@pytest.fixture(scope="module")
+def replicated(tmp_path_factory):
+    c = RedisCluster(tmp_path_factory.mktemp("replicated"), replicas=1)
+    yield c
+    c.stop()
+
+
+def test_members_follow_their_fleet_to_the_replica_promoted_in_a_failover(replicated):
+    # A read-back once a minute: only the fleet's channel can tell the members in time.
+    ms = [Member(None, "c-failover", store={"nodes": replicated.urls, "reconcile_interval": 60.0}) for _ in range(3)]
+    try:
+        connected(*ms)
+        promoted = replicated.fail_over("tripgate:{c-failover}:events")
+        channel = "tripgate:{c-failover}:events"
+        # The old master gave the slot up (telling its subscribers with SUNSUBSCRIBE):
+        # each member subscribes again, on the promoted one.
+        eventually(
+            "every member subscribed on the promoted master",
+            lambda: promoted.client().execute_command("PUBSUB", "SHARDNUMSUB", channel) == [channel.encode(), 3],
+            timeout=5.0,
+            detail=lambda: [(n.port, n.client().execute_command("PUBSUB", "SHARDNUMSUB", channel)) for n in replicated.nodes],
+        )
+        connected(*ms)
+        ms[0].fail()
+        for m in ms[1:]:
+            eventually("fleet-open after the failover", lambda: m.breaker.state == "open", timeout=5.0)
+            assert m.last_reason() == "fleet-open"
+        settled(*ms)
+        holder = probe_round(ms)
+        ms[holder].breaker.acquire().record("success")
+        for m in ms:
+            eventually("closed", lambda: m.breaker.state == "closed", timeout=5.0)
+    finally:
+        for m in ms:
+            m.close()

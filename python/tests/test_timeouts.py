@@ -1,6 +1,6 @@
 """Timed async calls (`guard(timeout=...).call_async`, a breaker's `timeout`): each call's
-deadline is its loop's time plus the budget, one timer handle per loop and budget serves
-every call, and a call still out at its deadline is cancelled, recorded as `timeout` and
+deadline is its loop's time plus the budget, one timer handle per loop serves every call
+whatever its budget, and a call still out at its deadline is cancelled, recorded as `timeout` and
 raises CallTimeoutError (or gives the fallback). Breaker time is a FakeClock; the event
 loop jumps its own clock, except where a real loop is the point (nothing expires there)."""
 
@@ -64,12 +64,66 @@ def test_budgets_of_every_size_each_keep_their_own_deadlines(make):
     async def main():
         loop = asyncio.get_running_loop()
         start = loop.time()
-        # 100 budgets, more than the module keeps queues for: each still expires on time.
+        # 100 budgets in one heap: each still expires on time.
         budgets = [0.01 * (i + 1) for i in range(100)]
         results = await asyncio.gather(
             *(r.breaker.guard(timeout=b, fallback=lambda e: loop.time() - start).call_async(asyncio.sleep, 60) for b in budgets)
         )
         assert [round(x, 6) for x in results] == [round(b, 6) for b in budgets]
+
+    run(main())
+    assert r.breaker.metrics()["faults_total"] == 100
+
+
+def scheduled(loop):
+    """The loop's timer handles still to run (a cancelled one is only waiting to go)."""
+    return sum(1 for handle in loop._scheduled if not handle.cancelled())
+
+
+def test_per_call_budgets_share_one_timer_and_leave_none_behind(make):
+    # A request's deadline passed down: every call its own budget (`deadline - loop.time()`).
+    r = make(failure_threshold=10_000)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        before = scheduled(loop)
+        for i in range(500):
+            await r.breaker.guard(timeout=30.0 + i / 1000).call_async(asyncio.sleep, 0)
+        after_sequential = scheduled(loop) - before
+        gate = asyncio.Event()
+        tasks = [
+            asyncio.ensure_future(r.breaker.guard(timeout=60.0 - i / 1000).call_async(gate.wait)) for i in range(300)
+        ]
+        await asyncio.sleep(0)
+        while_out = scheduled(loop) - before
+        gate.set()
+        await asyncio.gather(*tasks)
+        return after_sequential, while_out, scheduled(loop) - before
+
+    after_sequential, while_out, after = asyncio.run(main())
+    assert after_sequential <= 1, f"{after_sequential} timer handles left by 500 finished calls"
+    assert while_out <= 1, f"{while_out} timer handles for 300 calls out"
+    assert after <= 1
+    assert r.breaker.metrics()["successes_total"] == 800
+
+
+def test_earlier_deadlines_set_later_still_expire_first(make):
+    r = make(failure_threshold=1000)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        # Each call started later with a shorter budget than the one before: its deadline
+        # comes first, ahead of the timer already set.
+        budgets = [1.0 - 0.009 * i for i in range(100)]
+        calls = []
+        for b in budgets:
+            calls.append(asyncio.ensure_future(
+                r.breaker.guard(timeout=b, fallback=lambda e: loop.time() - start).call_async(asyncio.sleep, 60)
+            ))
+            await asyncio.sleep(0.001)
+        results = await asyncio.gather(*calls)
+        assert [round(x, 6) for x in results] == [round(0.001 * i + b, 6) for i, b in enumerate(budgets)]
 
     run(main())
     assert r.breaker.metrics()["faults_total"] == 100

@@ -147,6 +147,11 @@ def node_client(redis: types.ModuleType, cluster: Any, channel: str, timeout: fl
     ), node.name
 
 
+def refresh_slots(cluster: Any) -> None:
+    """Reads a Redis Cluster's slot map anew (a slot moved to another master)."""
+    cluster.nodes_manager.initialize()
+
+
 def run(redis: types.ModuleType, client: Any, call: Call) -> Any:
     """Redis's raw reply to a member's command: a script by its hash, sent whole when the
     server's script cache does not have it."""

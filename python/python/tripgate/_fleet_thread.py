@@ -21,6 +21,10 @@ from . import _fleet_redis, _native
 
 _log = logging.getLogger("tripgate")
 _slots = itertools.count(1)
+# A slot given up (SUNSUBSCRIBE) may be named by a node that has not heard of the change
+# yet: the map is asked again this often, for at most this long, before the session ends.
+_MAP_RETRY_NS = 10_000_000
+_MAP_WAIT_NS = 2_000_000_000
 
 
 class StoreFault(Exception):
@@ -31,7 +35,9 @@ class StoreFault(Exception):
 class Entry:
     """A member as the thread keeps it."""
 
-    __slots__ = ("slot", "name", "member", "channel", "own", "pubsub", "scheduled", "subscribing", "left", "ready")
+    __slots__ = (
+        "slot", "name", "member", "channel", "own", "pubsub", "scheduled", "subscribing", "moved", "left", "ready",
+    )
 
     def __init__(self, name: str, member: _native.FleetMember) -> None:
         self.slot = next(_slots)
@@ -45,6 +51,9 @@ class Entry:
         self.scheduled: Optional[int] = None
         # When the subscription's confirmation is due (the adapter's ns), while waited for.
         self.subscribing: Optional[int] = None
+        # Its slot moved: the connection that gave it up, when to ask the cluster's map
+        # again, and when to give up asking (the adapter's ns).
+        self.moved: Optional[Tuple[Any, int, int]] = None
         self.left = False
         self.ready = threading.Event()
 
@@ -102,6 +111,27 @@ class StoreThread:
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout if timeout is not None else 5 * self._timeout_ns / 1e9 + 1)
 
+    def forsake(self) -> None:
+        """In a child just forked: lets go of what this thread held in the parent. The
+        thread is not in the child, and its sockets and selector are the parent's too, so
+        the child's copies are closed here: never read, written, unregistered or shut
+        down (which would break them for the parent)."""
+        for sock in self._socks.values():
+            try:
+                sock.close()
+            except OSError:
+                pass
+        self._socks.clear()
+        self._pubsubs.clear()
+        self._client = None
+        self._members.clear()
+        self._channels.clear()
+        self._timers.clear()
+        self._requests.clear()
+        # Closes the child's handle of the parent's epoll (or whatever the selector is),
+        # without a word to it.
+        self._selector.close()
+
     def _run(self) -> None:
         while True:
             try:
@@ -136,6 +166,7 @@ class StoreThread:
             self._connect()
         self._pump()
         self._subscriptions_due(time.monotonic_ns())
+        self._moves_due(time.monotonic_ns())
         self._timers_due(time.monotonic_ns())
         self._selector.select(self._wait())
         return True
@@ -148,6 +179,7 @@ class StoreThread:
         if self._client is None:
             at.append(self._retry_at)
         at.extend(e.subscribing for e in self._members.values() if e.subscribing is not None)
+        at.extend(e.moved[1] for e in self._members.values() if e.moved is not None)
         if not at:
             return None
         return max(0.0, (min(at) - time.monotonic_ns()) / 1e9)
@@ -220,11 +252,12 @@ class StoreThread:
         for entry in list(self._members.values()):
             self._subscribe(entry)
 
-    def _subscribe(self, entry: Entry) -> None:
+    def _subscribe(self, entry: Entry, pubsub: Any = None) -> None:
         if not self.up:
             return
         try:
-            pubsub = self._pubsub_for(entry)
+            if pubsub is None:
+                pubsub = self._pubsub_for(entry)
             # One (S)SUBSCRIBE: the first confirmation means the store holds both.
             if self._cluster:
                 pubsub.ssubscribe(entry.channel, entry.own)
@@ -295,6 +328,45 @@ class StoreThread:
                 ):
                     entry.subscribing = None
                     self._step(entry, "up")
+                elif kind == "sunsubscribe" and entry.pubsub is pubsub and entry.subscribing is None:
+                    self._moved(entry, pubsub)
+
+    def _moved(self, entry: Entry, gone: Any) -> None:
+        """The node that served ``entry``'s channels gave their slot up (a failover, a
+        resharding: it says so with ``SUNSUBSCRIBE`` on ``gone``). The member decides alone
+        until it is subscribed on the slot's new master and has read its fleet back."""
+        entry.pubsub = None
+        now = time.monotonic_ns()
+        entry.moved = (gone, now, now + _MAP_WAIT_NS)
+        self._step(entry, "down")
+        self._follow(entry)
+
+    def _follow(self, entry: Entry) -> None:
+        """Subscribes a member whose slot moved on the master the cluster's map names now,
+        once that is no longer the node that gave the slot up."""
+        if entry.moved is None or entry.left:
+            return
+        gone, _, give_up = entry.moved
+        try:
+            _fleet_redis.refresh_slots(self._client)
+            pubsub = self._pubsub_for(entry)
+        except Exception as error:  # noqa: BLE001
+            self._lost(error)
+            return
+        now = time.monotonic_ns()
+        if pubsub is gone:
+            if now >= give_up:
+                self._lost(TimeoutError("the cluster named no new master for a slot that moved"))
+            else:
+                entry.moved = (gone, now + _MAP_RETRY_NS, give_up)
+            return
+        entry.moved = None
+        self._subscribe(entry, pubsub)
+
+    def _moves_due(self, now: int) -> None:
+        for entry in list(self._members.values()):
+            if entry.moved is not None and now >= entry.moved[1]:
+                self._follow(entry)
 
     def _lost(self, error: BaseException) -> None:
         """The session is over: every member decides locally, and the store is tried again
@@ -311,6 +383,7 @@ class StoreThread:
         self._drop()
         for entry in list(self._members.values()):
             entry.subscribing = None
+            entry.moved = None
             self._step(entry, "down")
 
     def _drop(self) -> None:

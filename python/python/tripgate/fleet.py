@@ -25,6 +25,7 @@ The store's thread is ``_fleet_thread``; what it asks of redis-py, ``_fleet_redi
 from __future__ import annotations
 
 import dataclasses
+import os
 import secrets
 import threading
 import types
@@ -183,17 +184,28 @@ class FleetStore:
     ) -> None:
         if _token is not _TOKEN:
             raise TypeError("use FleetStore.connect(url, ...)")
+        self._redis = redis
+        self._urls = urls
         self._url = ",".join(urls)
         self._cluster = cluster
+        self._tls = tls
+        self._options = options
         self._key = options["key"]
-        # Without a stable name, a random id (never all zeros: the wire's ids are not 0).
-        self.member_id: str = options["member_id"] or secrets.token_hex(8).replace("0000000000000000", "0000000000000001")
+        # Without a stable name, a random id: each process its own, a forked one too.
+        self._named = bool(options["member_id"])
+        self.member_id: str = options["member_id"] or _random_member_id()
         self._reconcile_ns: int = options["reconcile_interval_ns"]
-        self._names: Set[str] = set()
+        # The fleets joined, by name: what a forked child joins again.
+        self._fleets: Dict[str, Fleet] = {}
         self._names_lock = threading.Lock()
         self._closed = False
+        self._thread = self._start_thread()
+        _STORES.add(self)
+
+    def _start_thread(self) -> StoreThread:
+        options = self._options
         backoff = _native.FleetBackoff(options["max_backoff_ns"], int(self.member_id, 16))
-        self._thread = StoreThread(redis, urls, cluster, tls, options["store_timeout_ns"], backoff)
+        return StoreThread(self._redis, self._urls, self._cluster, self._tls, options["store_timeout_ns"], backoff)
 
     @property
     def last_error(self) -> Optional[str]:
@@ -223,31 +235,42 @@ class FleetStore:
             raise RuntimeError("the store is closed")
         if not isinstance(breaker, _native.Breaker):
             raise option_error(TypeError, "breaker", f"breaker must be a tripgate.CircuitBreaker, not {type(breaker).__name__}")
-        if not _native.fleet_valid_name(name):
-            kind = ValueError if isinstance(name, str) else TypeError
-            raise option_error(kind, "name", f"name must be 1-128 characters of A-Z a-z 0-9 . _ - : (got {name!r:.60})")
+        _check_name(name)
         with self._names_lock:
-            if name in self._names:
+            if name in self._fleets:
                 raise option_error(
                     ValueError,
                     "name",
                     f"this store has a member of fleet {name!r} already (one breaker per fleet and process)",
                 )
-            member = _native.FleetMember(
-                breaker, name, self.member_id, self._reconcile_ns, self._key, sharded=self._cluster
-            )
-            member.join(self._thread.waker)
-            self._names.add(name)
-        entry = Entry(name, member)
-        fleet = Fleet(self, entry)
-        self._thread.request("join", entry)
+            fleet = Fleet(self, self._member(name, breaker))
+            self._fleets[name] = fleet
+        self._thread.request("join", fleet._entry)
         return fleet
+
+    def _member(self, name: str, breaker: _native.Breaker) -> Entry:
+        member = _native.FleetMember(breaker, name, self.member_id, self._reconcile_ns, self._key, sharded=self._cluster)
+        member.join(self._thread.waker)
+        return Entry(name, member)
 
     def join_registry(self, registry: Registry) -> List[Fleet]:
         """Joins every breaker of a ``tripgate.Registry`` that has ``fleet_quorum``, each to
-        the fleet of its name in the registry; the others are left alone. Breakers the
-        registry makes later join with ``join``. Returns the ``Fleet``s."""
-        return [self.join(name, breaker) for name, breaker in registry.items() if breaker.fleet_status()["enabled"]]
+        the fleet of its name in the registry; the others are left alone. All or none: a
+        name or a breaker that cannot join raises, and the ones joined before it leave
+        again. Breakers the registry makes later join with ``join``. Returns the
+        ``Fleet``s."""
+        pairs = [(name, breaker) for name, breaker in registry.items() if breaker.fleet_status()["enabled"]]
+        for name, _ in pairs:
+            _check_name(name)
+        joined: List[Fleet] = []
+        try:
+            for name, breaker in pairs:
+                joined.append(self.join(name, breaker))
+        except BaseException:
+            for fleet in joined:
+                fleet.leave()
+            raise
+        return joined
 
     def close(self, timeout: Optional[float] = None) -> None:
         """Leaves every fleet (the breakers go on as local ones, leases are given back)
@@ -255,6 +278,7 @@ class FleetStore:
         if self._closed:
             return
         self._closed = True
+        _STORES.discard(self)
         self._thread.stop(timeout)
 
     def __enter__(self) -> FleetStore:
@@ -276,7 +300,55 @@ class FleetStore:
         # after this leave unsubscribes.
         self._thread.request("leave", entry)
         with self._names_lock:
-            self._names.discard(entry.name)
+            fleet = self._fleets.get(entry.name)
+            if fleet is not None and fleet._entry is entry:
+                del self._fleets[entry.name]
+
+    def _forked(self) -> None:
+        """In a child just forked: the parent's thread is not here and its connections are
+        the parent's. The child gets a thread and connections of its own, and each fleet
+        joined a member made anew (fresh protocol state; the breaker deciding alone until
+        the child's store answers). The parent's sockets are closed in the child, never
+        used, never shut down."""
+        # A lock a parent's thread held at the fork is held for good here.
+        self._names_lock = threading.Lock()
+        if self._closed:
+            return
+        old = self._thread
+        if not self._named:
+            self.member_id = _random_member_id()
+        self._thread = self._start_thread()
+        for fleet in list(self._fleets.values()):
+            entry = fleet._entry
+            if entry.left:
+                continue
+            entry.member.forked()
+            fleet._entry = self._member(entry.name, entry.member.breaker)
+            self._thread.request("join", fleet._entry)
+        old.forsake()
+
+
+def _check_name(name: object) -> None:
+    if not _native.fleet_valid_name(name):
+        kind = ValueError if isinstance(name, str) else TypeError
+        raise option_error(kind, "name", f"name must be 1-128 characters of A-Z a-z 0-9 . _ - : (got {name!r:.60})")
+
+
+def _random_member_id() -> str:
+    # Never all zeros: the wire's ids are not 0.
+    return secrets.token_hex(8).replace("0000000000000000", "0000000000000001")
 
 
 _TOKEN = object()
+# Every store of the process not closed, for a forked child to carry on with (a store's
+# thread runs until close(), whether or not its store is still referenced).
+_STORES: Set[FleetStore] = set()
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_STORES):
+        store._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

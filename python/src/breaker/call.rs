@@ -13,7 +13,7 @@ use tripgate::{Clock, Outcome, OwnedPermit, Rejection as CoreRejection};
 
 use super::permit::Permit;
 use super::values::{open_error, transitions_list, Rejection};
-use super::Breaker;
+use super::{Breaker, Built};
 use crate::clock::AnyClock;
 use crate::outcome;
 use crate::report;
@@ -69,43 +69,17 @@ static VALUE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static COROUTINE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 impl Breaker {
-    /// The `Rejection` for `rejection`: the spare one refilled when the only reference to
-    /// it is the spare slot's (the GIL is held, and the module keeps it: `gil_used`),
-    /// else a new one that becomes the spare.
-    pub(super) fn rejection<'py>(
-        &self,
-        py: Python<'py>,
-        rejection: &CoreRejection,
-    ) -> PyResult<Bound<'py, Rejection>> {
-        let mut spare = self
-            .shared
-            .spare
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(object) = spare.as_ref() {
-            // Deprecated for free-threaded builds, where a count read without the GIL
-            // means nothing; this module keeps the GIL (`gil_used = true`).
-            #[allow(deprecated)]
-            let only_ours = object.get_refcnt(py) == 1;
-            if only_ours {
-                object.get().fill(rejection);
-                return Ok(object.bind(py).clone());
-            }
-        }
-        let object = Bound::new(py, Rejection::new(rejection, Arc::clone(&self.shared.name)))?;
-        *spare = Some(object.clone().unbind());
-        Ok(object)
-    }
-
     /// The native breaker (fleet mode drives it through the `Member` operations).
-    pub(crate) fn native(&self) -> &Arc<tripgate::Breaker<AnyClock>> {
-        &self.inner
+    pub(crate) fn native(&self) -> PyResult<&Arc<tripgate::Breaker<AnyClock>>> {
+        Ok(&self.built()?.inner)
     }
 
     /// Reads a callable clock (no-op for the others); call with no lock held.
     #[inline(always)]
     pub(crate) fn refresh(&self, py: Python<'_>) {
-        self.shared.clock.refresh(py);
+        if let Some(built) = self.built.get() {
+            built.refresh(py);
+        }
     }
 
     /// Starts a guarded await: the permit is taken now and `fn` called; the coroutine
@@ -120,7 +94,7 @@ impl Breaker {
         fallback: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        let this = slf.get();
+        let this = slf.get().built()?;
         this.refresh(py);
         let helper = |cell: &'static PyOnceLock<Py<PyAny>>, name: &str| {
             cell.import(py, "tripgate._breaker", name).cloned()
@@ -196,6 +170,59 @@ impl Breaker {
                 ))
             }
         }
+    }
+
+    pub(super) fn new_permit<'py>(
+        slf: &Bound<'py, Self>,
+        permit: OwnedPermit<AnyClock>,
+    ) -> PyResult<Bound<'py, Permit>> {
+        let probe = permit.is_probe();
+        Bound::new(
+            slf.py(),
+            Permit {
+                breaker: slf.clone().unbind(),
+                permit: Some(permit),
+                verdict: None,
+                probe,
+                entered: false,
+            },
+        )
+    }
+}
+
+impl Built {
+    /// The `Rejection` for `rejection`: the spare one refilled when the only reference to
+    /// it is the spare slot's (the GIL is held, and the module keeps it: `gil_used`),
+    /// else a new one that becomes the spare.
+    pub(super) fn rejection<'py>(
+        &self,
+        py: Python<'py>,
+        rejection: &CoreRejection,
+    ) -> PyResult<Bound<'py, Rejection>> {
+        let mut spare = self
+            .shared
+            .spare
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(object) = spare.as_ref() {
+            // Deprecated for free-threaded builds, where a count read without the GIL
+            // means nothing; this module keeps the GIL (`gil_used = true`).
+            #[allow(deprecated)]
+            let only_ours = object.get_refcnt(py) == 1;
+            if only_ours {
+                object.get().fill(rejection);
+                return Ok(object.bind(py).clone());
+            }
+        }
+        let object = Bound::new(py, Rejection::new(rejection, Arc::clone(&self.shared.name)))?;
+        *spare = Some(object.clone().unbind());
+        Ok(object)
+    }
+
+    /// Reads a callable clock (no-op for the others); call with no lock held.
+    #[inline(always)]
+    pub(crate) fn refresh(&self, py: Python<'_>) {
+        self.shared.clock.refresh(py);
     }
 
     /// A returned value's outcome by the breaker's rules (its `classify`, if given);
@@ -352,23 +379,6 @@ impl Breaker {
                 }
             }
         }
-    }
-
-    pub(super) fn new_permit<'py>(
-        slf: &Bound<'py, Self>,
-        permit: OwnedPermit<AnyClock>,
-    ) -> PyResult<Bound<'py, Permit>> {
-        let probe = permit.is_probe();
-        Bound::new(
-            slf.py(),
-            Permit {
-                breaker: slf.clone().unbind(),
-                permit: Some(permit),
-                verdict: None,
-                probe,
-                entered: false,
-            },
-        )
     }
 
     pub(super) fn manual(

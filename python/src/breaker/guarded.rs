@@ -53,6 +53,7 @@ impl Guard {
         let timeout = self.timeout.map(budget_ns);
         self.breaker
             .get()
+            .built()?
             .guarded(py, f, args, kwargs, timeout, fallback)
     }
 
@@ -123,7 +124,7 @@ impl Guard {
         };
         format!(
             "<Guard of {:?}: {timeout}, {fallback}>",
-            self.breaker.get().name()
+            self.breaker.get().name().unwrap_or("?")
         )
     }
 }
@@ -172,9 +173,14 @@ impl GuardedFunction {
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let fallback = self.fallback.as_ref().map(|f| f.bind(py));
-        self.breaker
-            .get()
-            .guarded(py, self.func.bind(py), args, kwargs, self.timeout, fallback)
+        self.breaker.get().built()?.guarded(
+            py,
+            self.func.bind(py),
+            args,
+            kwargs,
+            self.timeout,
+            fallback,
+        )
     }
 
     fn __get__<'py>(

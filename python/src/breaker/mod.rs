@@ -6,11 +6,14 @@
 //! lock while Python code runs: the native breaker tells listeners after releasing it,
 //! and a callable clock is read before any call into the breaker.
 
+mod built;
 mod call;
 mod fleet;
 mod guarded;
 mod permit;
 mod values;
+
+pub(crate) use built::Built;
 
 use call::STATE_ERROR;
 pub(crate) use fleet::kind_of;
@@ -19,90 +22,19 @@ pub use permit::Permit;
 use values::{open_error, seconds, transitions_list};
 pub use values::{Rejection, Transition};
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::OnceLock;
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::gc::PyVisit;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple, PyType};
 use pyo3::PyTraverseError;
 
-use tripgate::{Outcome, Transition as CoreTransition};
+use tripgate::Outcome;
 use tripgate_core::exposition::{self, Value};
-use tripgate_core::{RejectReason, ROUTES};
 
-use crate::clock::AnyClock;
 use crate::options;
-use crate::report;
-
-/// The transition listeners, shared with the closure the native breaker calls.
-struct Hooks {
-    listeners: Py<PyList>,
-    errors: AtomicU64,
-    on_error: Option<Py<PyAny>>,
-}
-
-impl Hooks {
-    fn tell(&self, py: Python<'_>, transition: &CoreTransition) {
-        let list = self.listeners.bind(py);
-        if list.is_empty() {
-            return;
-        }
-        // A copy: a listener may add or remove listeners.
-        let snapshot = list.to_tuple();
-        let Ok(object) = Bound::new(py, Transition::from(*transition)) else {
-            return;
-        };
-        for listener in snapshot.iter() {
-            if let Err(error) = listener.call1((object.clone(),)) {
-                self.failed(py, &error, &object);
-            }
-        }
-    }
-
-    /// A listener raised: counted, handed to `on_listener_error` or logged; never
-    /// raised into the call that caused the transition.
-    #[cold]
-    fn failed(&self, py: Python<'_>, error: &PyErr, transition: &Bound<'_, Transition>) {
-        self.errors.fetch_add(1, Ordering::Relaxed);
-        match &self.on_error {
-            Some(hook) => {
-                let exception = report::exception(py, error);
-                if let Err(again) = hook.bind(py).call1((exception, transition)) {
-                    self.errors.fetch_add(1, Ordering::Relaxed);
-                    report::error(py, "tripgate: on_listener_error raised", &again);
-                }
-            }
-            None => report::error(
-                py,
-                "tripgate: a transition listener raised; the breaker carries on",
-                error,
-            ),
-        }
-    }
-}
-
-/// A breaker's parts besides the native breaker.
-struct Shared {
-    name: Arc<str>,
-    /// The last `Rejection` handed out, filled anew when nobody holds it any more: a
-    /// rejection allocates no object in the common case of one that was dropped.
-    spare: Mutex<Option<Py<Rejection>>>,
-    clock: AnyClock,
-    hooks: Arc<Hooks>,
-    timeout: Option<u64>,
-    fallback: Option<Py<PyAny>>,
-    classify: Option<Py<PyAny>>,
-    /// Calls of `classify` that raised or returned what is not an outcome.
-    classify_errors: AtomicU64,
-    /// `contextvars.ContextVar` holding this breaker's `with` permits as a linked stack of
-    /// `(permit, rest)` tuples: each thread and each asyncio task sees its own.
-    stack: Py<PyAny>,
-    /// Its bound `get` and `set`.
-    stack_get: Py<PyAny>,
-    stack_set: Py<PyAny>,
-}
 
 /// The breaker. `tripgate.CircuitBreaker` is the class to use; see its docs.
 #[pyclass(
@@ -113,8 +45,31 @@ struct Shared {
     name = "Breaker"
 )]
 pub struct Breaker {
-    inner: Arc<tripgate::Breaker<AnyClock>>,
-    shared: Shared,
+    /// Made by `__new__`; for a subclass with an `__init__` of its own, by
+    /// `CircuitBreaker.__init__` (its options come from there).
+    built: OnceLock<Built>,
+    /// The class made, for the error when its `__init__` never made the breaker.
+    class: Box<str>,
+}
+
+impl Breaker {
+    /// The made breaker, or the error saying the subclass's `__init__` never made it.
+    #[inline(always)]
+    pub(crate) fn built(&self) -> PyResult<&Built> {
+        match self.built.get() {
+            Some(built) => Ok(built),
+            None => Err(self.unmade()),
+        }
+    }
+
+    #[cold]
+    fn unmade(&self) -> PyErr {
+        PyRuntimeError::new_err(format!(
+            "{0}.__init__ did not call CircuitBreaker.__init__: call super().__init__(**options) \
+             in it to make the breaker",
+            self.class
+        ))
+    }
 }
 
 #[pymethods]
@@ -128,86 +83,87 @@ impl Breaker {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let py = cls.py();
-        if !args.is_empty() {
-            return Err(options::positional(cls, args));
+        let class = cls
+            .qualname()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "CircuitBreaker".into())
+            .into_boxed_str();
+        let built = OnceLock::new();
+        // A subclass's own `__init__` takes its own arguments, and gives the breaker's
+        // options to `CircuitBreaker.__init__`, which makes it.
+        let own_init = !cls
+            .getattr(intern!(py, "__init__"))?
+            .is(py.get_type::<Self>().getattr(intern!(py, "__init__"))?);
+        if !own_init {
+            if !args.is_empty() {
+                return Err(options::positional(cls, args));
+            }
+            let _ = built.set(Built::make(py, options)?);
         }
-        let o = options::parse(py, options)?;
-        let inner = tripgate::Breaker::with_clock(o.config, o.clock.clone())
-            // Unreachable: `parse` validated the config.
-            .map_err(|e| PyValueError::new_err(options::python_message(&e.to_string())))?;
-        let hooks = Arc::new(Hooks {
-            listeners: PyList::empty(py).unbind(),
-            errors: AtomicU64::new(0),
-            on_error: o.on_listener_error,
-        });
-        let told = Arc::clone(&hooks);
-        inner.on_transition(move |t| Python::attach(|py| told.tell(py, t)));
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("default", py.None())?;
-        let stack = py
-            .import("contextvars")?
-            .getattr("ContextVar")?
-            .call((format!("tripgate.permits.{}", o.name),), Some(&kwargs))?;
-        let stack_get = stack.getattr("get")?.unbind();
-        let stack_set = stack.getattr("set")?.unbind();
-        let stack = stack.unbind();
-        Ok(Self {
-            inner: Arc::new(inner),
-            shared: Shared {
-                name: Arc::from(o.name.as_str()),
-                spare: Mutex::new(None),
-                clock: o.clock,
-                hooks,
-                timeout: o.timeout,
-                fallback: o.fallback,
-                classify: o.classify,
-                classify_errors: AtomicU64::new(0),
-                stack,
-                stack_get,
-                stack_set,
-            },
-        })
+        Ok(Self { built, class })
+    }
+
+    /// Makes the breaker, for a subclass with an `__init__` of its own (`super().__init__(
+    /// **options)`); a breaker made by `__new__` has its options already.
+    #[pyo3(signature = (*args, **options))]
+    fn __init__(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let this = slf.get();
+        if this.built.get().is_some() {
+            return Ok(());
+        }
+        if !args.is_empty() {
+            return Err(options::positional(&slf.get_type(), args));
+        }
+        let _ = this.built.set(Built::make(slf.py(), options)?);
+        Ok(())
     }
 
     /// The name given as `name=` (the `breaker` label of its metrics), `"default"` else.
     #[getter]
-    fn name(&self) -> &str {
-        &self.shared.name
+    fn name(&self) -> PyResult<&str> {
+        Ok(&self.built()?.shared.name)
     }
 
     /// The effective state: `closed`, `open`, `half-open`, `isolated` or `disabled` (an
     /// open breaker past its cooldown reads `half-open`).
     #[getter]
-    fn state(&self, py: Python<'_>) -> &'static str {
-        self.shared.clock.refresh(py);
-        self.inner.state().name()
+    fn state(&self, py: Python<'_>) -> PyResult<&'static str> {
+        let this = self.built()?;
+        this.shared.clock.refresh(py);
+        Ok(this.inner.state().name())
     }
 
     /// The default budget of `call` and `call_async`, in seconds (`None`: no budget).
     #[getter]
-    fn timeout(&self) -> Option<f64> {
-        self.shared.timeout.map(seconds)
+    fn timeout(&self) -> PyResult<Option<f64>> {
+        Ok(self.built()?.shared.timeout.map(seconds))
     }
 
     /// Whether a default fallback was given.
     #[getter]
-    fn _has_fallback(&self) -> bool {
-        self.shared.fallback.is_some()
+    fn _has_fallback(&self) -> PyResult<bool> {
+        Ok(self.built()?.shared.fallback.is_some())
     }
 
     #[getter]
-    fn _fallback(&self, py: Python<'_>) -> Py<PyAny> {
-        self.shared
+    fn _fallback(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(self
+            .built()?
+            .shared
             .fallback
             .as_ref()
             .map(|f| f.clone_ref(py))
-            .unwrap_or_else(|| py.None())
+            .unwrap_or_else(|| py.None()))
     }
 
     /// Admits a call (a `Permit`, truthy) or turns it away (a `Rejection`, falsy, with
     /// `reason` and `retry_after`). Never raises.
     fn acquire<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let this = slf.get();
+        let this = slf.get().built()?;
         this.shared.clock.refresh(slf.py());
         match this.inner.acquire_owned() {
             Ok(permit) => Ok(Self::new_permit(slf, permit)?.into_any()),
@@ -226,7 +182,7 @@ impl Breaker {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let this = slf.get();
+        let this = slf.get().built()?;
         let py = slf.py();
         let fallback = this.shared.fallback.as_ref().map(|f| f.bind(py));
         this.guarded(py, f, args, kwargs, this.shared.timeout, fallback)
@@ -243,7 +199,7 @@ impl Breaker {
         has_fallback: bool,
         fallback: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let this = slf.get();
+        let this = slf.get().built()?;
         let timeout = timeout.map(call::budget_ns);
         let fallback = has_fallback.then_some(fallback);
         this.guarded(slf.py(), f, args, kwargs, timeout, fallback)
@@ -262,7 +218,7 @@ impl Breaker {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let this = slf.get();
+        let this = slf.get().built()?;
         let py = slf.py();
         let fallback = this.shared.fallback.as_ref().map(|f| f.clone_ref(py));
         Self::start_async(
@@ -294,7 +250,7 @@ impl Breaker {
     /// exception is classified when it leaves, and a block that ends normally records
     /// success, unless it recorded its own outcome (`permit.record(response)`).
     fn __enter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Permit>> {
-        let this = slf.get();
+        let this = slf.get().built()?;
         let py = slf.py();
         this.shared.clock.refresh(py);
         let permit = match this.inner.acquire_owned() {
@@ -334,8 +290,9 @@ impl Breaker {
         exc: &Bound<'_, PyAny>,
         _traceback: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
+        let this = self.built()?;
         // This context's innermost open block: the first entered permit from the top.
-        let mut node = self.shared.stack_get.bind(py).call0()?;
+        let mut node = this.shared.stack_get.bind(py).call0()?;
         let permit = loop {
             if node.is_none() {
                 return Err(PyRuntimeError::new_err(
@@ -357,7 +314,7 @@ impl Breaker {
         let outcome = if exc.is_none() {
             Ok(Outcome::Success)
         } else {
-            self.outcome_of_error(py, exc)
+            this.outcome_of_error(py, exc)
         };
         let mut permit = permit.borrow_mut();
         match outcome {
@@ -377,10 +334,11 @@ impl Breaker {
     /// listener that raises is counted (`metrics()["listener_errors"]`) and logged on the
     /// `tripgate` logger (or handed to `on_listener_error`); the call goes on.
     fn on_transition<'py>(&self, listener: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let this = self.built()?;
         if !listener.is_callable() {
             return Err(PyTypeError::new_err("listener must be callable"));
         }
-        self.shared
+        this.shared
             .hooks
             .listeners
             .bind(listener.py())
@@ -390,7 +348,8 @@ impl Breaker {
 
     /// Removes a listener added with `on_transition` (a no-op for one never added).
     fn remove_listener(&self, listener: &Bound<'_, PyAny>) -> PyResult<()> {
-        let list = self.shared.hooks.listeners.bind(listener.py());
+        let this = self.built()?;
+        let list = this.shared.hooks.listeners.bind(listener.py());
         for (i, l) in list.iter().enumerate() {
             if l.eq(listener)? {
                 list.del_item(i)?;
@@ -402,34 +361,36 @@ impl Breaker {
 
     /// Forces the breaker open until `release()`; returns the transitions caused.
     fn isolate(&self, py: Python<'_>) -> PyResult<Py<PyList>> {
-        self.manual(py, tripgate::Breaker::isolate)
+        self.built()?.manual(py, tripgate::Breaker::isolate)
     }
 
     /// Closes an isolated or disabled breaker (no-op otherwise).
     fn release(&self, py: Python<'_>) -> PyResult<Py<PyList>> {
-        self.manual(py, tripgate::Breaker::release)
+        self.built()?.manual(py, tripgate::Breaker::release)
     }
 
     /// Admits everything and never trips, still measuring, until `release()`.
     fn disable(&self, py: Python<'_>) -> PyResult<Py<PyList>> {
-        self.manual(py, tripgate::Breaker::disable)
+        self.built()?.manual(py, tripgate::Breaker::disable)
     }
 
     /// Back to closed with an empty window, from any state; permits out become stale.
     fn reset(&self, py: Python<'_>) -> PyResult<Py<PyList>> {
-        self.manual(py, tripgate::Breaker::reset)
+        self.built()?.manual(py, tripgate::Breaker::reset)
     }
 
     /// The whole state as bytes (the core's versioned format, instants relative to now).
-    fn export_state<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        self.shared.clock.refresh(py);
-        PyBytes::new(py, &self.inner.export_state())
+    fn export_state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let this = self.built()?;
+        this.shared.clock.refresh(py);
+        Ok(PyBytes::new(py, &this.inner.export_state()))
     }
 
     /// Replaces the state with exported bytes; `elapsed` seconds passed since the export.
     /// Bad bytes raise `tripgate.StateError` (with `kind`) and change nothing.
     #[pyo3(signature = (state, elapsed = 0.0))]
     fn import_state(&self, py: Python<'_>, state: &[u8], elapsed: f64) -> PyResult<()> {
+        let this = self.built()?;
         if !elapsed.is_finite() || elapsed < 0.0 {
             return Err(options::option_error(
                 py,
@@ -440,8 +401,8 @@ impl Breaker {
         }
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let elapsed = (elapsed * 1e9).round().min(u64::MAX as f64) as u64;
-        self.shared.clock.refresh(py);
-        self.inner.import_state(state, elapsed).map_err(|e| {
+        this.shared.clock.refresh(py);
+        this.inner.import_state(state, elapsed).map_err(|e| {
             match STATE_ERROR
                 .import(py, "tripgate._errors", "StateError")
                 .and_then(|cls| cls.call1((e.to_string(), e.kind().name())))
@@ -455,68 +416,15 @@ impl Breaker {
     /// The core's snapshot as a dict (durations in seconds), with the host's counts of
     /// listener, clock and classifier errors.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.shared.clock.refresh(py);
-        let m = self.inner.metrics();
-        let d = PyDict::new(py);
-        d.set_item("state", m.state.name())?;
-        d.set_item("epoch", m.epoch)?;
-        d.set_item("calls", m.window.calls)?;
-        d.set_item("faults", m.window.faults)?;
-        d.set_item("slow", m.window.slow)?;
-        d.set_item("in_flight", m.in_flight)?;
-        d.set_item("hung", m.hung)?;
-        d.set_item("probes_out", m.probes_out)?;
-        d.set_item("admitted_total", m.admitted_total)?;
-        let rejected = PyDict::new(py);
-        for reason in RejectReason::ALL {
-            let n = m
-                .rejected_total
-                .get(usize::from(reason.code()))
-                .copied()
-                .unwrap_or(0);
-            rejected.set_item(reason.name(), n)?;
-        }
-        d.set_item("rejected", rejected)?;
-        d.set_item("successes_total", m.successes_total)?;
-        d.set_item("faults_total", m.faults_total)?;
-        d.set_item("stale_total", m.stale_total)?;
-        d.set_item("transitions_total", m.transitions_total)?;
-        let routes = PyDict::new(py);
-        for (route, n) in ROUTES.iter().zip(m.transitions_by_route.iter()) {
-            routes.set_item(
-                (route.from.name(), route.to().name(), route.reason.name()),
-                *n,
-            )?;
-        }
-        d.set_item("transitions_by_route", routes)?;
-        d.set_item("time_in_state", seconds(m.time_in_state))?;
-        d.set_item("time_in_state_ns", m.time_in_state)?;
-        d.set_item("cooldown_remaining", seconds(m.cooldown_remaining))?;
-        d.set_item("cooldown_remaining_ns", m.cooldown_remaining)?;
-        d.set_item(
-            "last_transition",
-            match m.last_transition {
-                Some(t) => Bound::new(py, Transition::from(t))?.into_any(),
-                None => py.None().into_bound(py),
-            },
-        )?;
-        d.set_item(
-            "listener_errors",
-            self.shared.hooks.errors.load(Ordering::Relaxed),
-        )?;
-        d.set_item("clock_errors", self.shared.clock.errors())?;
-        d.set_item(
-            "classify_errors",
-            self.shared.classify_errors.load(Ordering::Relaxed),
-        )?;
-        Ok(d)
+        self.built()?.metrics(py)
     }
 
     /// Fleet mode: the breaker's fleet state (`enabled`, `generation`, `degraded`,
     /// `lease_held`, `wants_lease`, `stale_events`). `tripgate.fleet` drives the rest.
     fn fleet_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.shared.clock.refresh(py);
-        fleet::status(py, &self.inner)
+        let this = self.built()?;
+        this.shared.clock.refresh(py);
+        fleet::status(py, &this.inner)
     }
 
     /// Fleet mode, the adapter's: applies a fleet event (`open` with `remaining_ns`, or
@@ -529,38 +437,43 @@ impl Breaker {
         kind: String,
         remaining_ns: u64,
     ) -> PyResult<(&'static str, Bound<'py, PyList>)> {
-        self.shared.clock.refresh(py);
+        let this = self.built()?;
+        this.shared.clock.refresh(py);
         let (applied, transitions) =
-            fleet::apply(py, &self.inner, generation, &kind, remaining_ns)?;
+            fleet::apply(py, &this.inner, generation, &kind, remaining_ns)?;
         Ok((applied, transitions_list(py, transitions.as_slice())?))
     }
 
     /// Fleet mode, the adapter's: the store's votes, `[(member id, age_ns)]`; whether they
     /// reach the quorum.
     fn _fleet_votes(&self, py: Python<'_>, votes: &Bound<'_, PyAny>) -> PyResult<bool> {
-        self.shared.clock.refresh(py);
-        fleet::votes(&self.inner, votes)
+        let this = self.built()?;
+        this.shared.clock.refresh(py);
+        fleet::votes(&this.inner, votes)
     }
 
     /// Fleet mode, the adapter's: whether the store answers, and the probe lease held for
     /// `lease_ns` from now (None: not held).
     #[pyo3(signature = (reachable, lease_ns = None))]
-    fn _fleet_store(&self, py: Python<'_>, reachable: bool, lease_ns: Option<u64>) {
-        self.shared.clock.refresh(py);
-        self.inner.fleet_store(reachable, lease_ns);
+    fn _fleet_store(&self, py: Python<'_>, reachable: bool, lease_ns: Option<u64>) -> PyResult<()> {
+        let this = self.built()?;
+        this.shared.clock.refresh(py);
+        this.inner.fleet_store(reachable, lease_ns);
+        Ok(())
     }
 
     /// Fleet mode, the adapter's: the announcement the last transition left, taken once:
     /// `(kind, remaining_ns)` or None.
-    fn _fleet_take_announcement(&self) -> Option<(&'static str, u64)> {
-        fleet::take_announcement(&self.inner)
+    fn _fleet_take_announcement(&self) -> PyResult<Option<(&'static str, u64)>> {
+        Ok(fleet::take_announcement(&self.built()?.inner))
     }
 
     /// Every exposition series' value now, in the order of `exposition_families()`'s
     /// series (one hold of the breaker's lock): what the Prometheus collector reads.
     fn _samples<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.shared.clock.refresh(py);
-        let reading = self.inner.reading();
+        let this = self.built()?;
+        this.shared.clock.refresh(py);
+        let reading = this.inner.reading();
         let list = PyList::empty(py);
         for (_, value) in exposition::samples(&reading) {
             match value {
@@ -572,26 +485,26 @@ impl Breaker {
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        visit.call(&self.shared.hooks.listeners)?;
-        visit.call(&self.shared.stack)?;
-        visit.call(&self.shared.stack_get)?;
-        visit.call(&self.shared.stack_set)?;
-        if let Some(f) = &self.shared.fallback {
-            visit.call(f)?;
+        match self.built.get() {
+            Some(built) => built.traverse(&visit),
+            None => Ok(()),
         }
-        if let Some(f) = &self.shared.classify {
-            visit.call(f)?;
-        }
-        if let Some(f) = &self.shared.hooks.on_error {
-            visit.call(f)?;
-        }
-        if let Some(f) = self.shared.clock.python_object() {
-            visit.call(f)?;
-        }
-        Ok(())
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        format!("<CircuitBreaker {:?} {}>", self.shared.name, self.state(py))
+        match self.built.get() {
+            Some(this) => {
+                this.shared.clock.refresh(py);
+                format!(
+                    "<CircuitBreaker {:?} {}>",
+                    this.shared.name,
+                    this.inner.state().name()
+                )
+            }
+            None => format!(
+                "<{} not made: its __init__ did not call CircuitBreaker.__init__>",
+                self.class
+            ),
+        }
     }
 }

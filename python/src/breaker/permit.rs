@@ -27,7 +27,7 @@ pub struct Permit {
 impl Permit {
     pub(crate) fn finish(&mut self, py: Python<'_>, outcome: Outcome) -> Option<&'static str> {
         let permit = self.permit.take()?;
-        self.breaker.get().shared.clock.refresh(py);
+        self.breaker.get().refresh(py);
         let verdict = permit.record(outcome);
         self.verdict = Some(verdict);
         Some(verdict.class.name())
@@ -94,7 +94,7 @@ impl Permit {
         if self.permit.is_none() {
             return Err(Self::spent());
         }
-        let outcome = self.breaker.get().outcome_of_value(py, value);
+        let outcome = self.breaker.get().built()?.outcome_of_value(py, value);
         self.settle(py, outcome)
     }
 
@@ -103,7 +103,7 @@ impl Permit {
         if self.permit.is_none() {
             return Err(Self::spent());
         }
-        let outcome = self.breaker.get().outcome_of_error(py, error);
+        let outcome = self.breaker.get().built()?.outcome_of_error(py, error);
         self.settle(py, outcome)
     }
 

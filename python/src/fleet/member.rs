@@ -87,6 +87,8 @@ pub struct FleetMember {
     joined: Mutex<bool>,
     /// A listener left during a step: the step makes the breaker local on its way out.
     leave_asked: AtomicBool,
+    /// The parent's member, in a child just forked: never stepped again (see `forked`).
+    forked: AtomicBool,
     watcher: Mutex<Option<(Arc<Watcher>, Arc<WakeFd>)>>,
     woken: Arc<AtomicBool>,
     seen: Mutex<Seen>,
@@ -95,6 +97,10 @@ pub struct FleetMember {
 impl Drop for FleetMember {
     /// A member collected without leaving leaves: its breaker is a local one again.
     fn drop(&mut self) {
+        if *self.forked.get_mut() {
+            // The breaker is another member's now.
+            return;
+        }
         let joined = self
             .joined
             .get_mut()
@@ -217,7 +223,7 @@ impl FleetMember {
             Some(reconcile_interval_ns),
         )?;
         let key = key_of(py, key)?;
-        let native = Arc::clone(breaker.get().native());
+        let native = Arc::clone(breaker.get().native()?);
         breaker.get().refresh(py);
         if !native.fleet_status().enabled {
             return Err(option_error(
@@ -251,6 +257,7 @@ impl FleetMember {
             member,
             joined: Mutex::new(false),
             leave_asked: AtomicBool::new(false),
+            forked: AtomicBool::new(false),
             watcher: Mutex::new(None),
             woken: Arc::new(AtomicBool::new(false)),
             seen: Mutex::new(Seen::default()),
@@ -292,6 +299,9 @@ impl FleetMember {
     /// Leaves: the breaker is a local one when this returns (from a listener inside this
     /// member's step, as soon as the step ends). Idempotent.
     fn leave(&self, py: Python<'_>) {
+        if self.forked.load(Ordering::Acquire) {
+            return;
+        }
         if self.stepping() {
             self.leave_asked.store(true, Ordering::Release);
             return;
@@ -301,9 +311,23 @@ impl FleetMember {
         locked(&self.watcher).take();
     }
 
+    /// In a child just forked, where this member's store thread is not: lets the
+    /// breaker go (no watcher, no lease, deciding alone) without taking any of the
+    /// member's locks, which a thread of the parent may have held at the fork. The
+    /// member is never stepped again, and dropping it leaves the breaker alone, so a
+    /// member made anew in the child can join it.
+    fn forked(&self) {
+        self.forked.store(true, Ordering::Release);
+        Member::unwatch(&*self.native);
+        self.native.fleet_store(false, None);
+    }
+
     /// Whether the member is still in its fleet.
     #[getter]
     fn joined(&self, py: Python<'_>) -> bool {
+        if self.forked.load(Ordering::Acquire) {
+            return false;
+        }
         if self.stepping() {
             return !self.leave_asked.load(Ordering::Acquire);
         }
@@ -327,6 +351,9 @@ impl FleetMember {
             return Err(PyRuntimeError::new_err(
                 "a fleet member was stepped again from inside its own step",
             ));
+        }
+        if self.forked.load(Ordering::Acquire) {
+            return Ok(None);
         }
         self.breaker.get().refresh(py);
         let mut joined = self.gate(py);
@@ -387,7 +414,7 @@ impl FleetMember {
     /// The command that gives the lease back as the member leaves, if it holds it, or None
     /// (nobody waits for its answer).
     fn leave_command<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        if self.stepping() {
+        if self.stepping() || self.forked.load(Ordering::Acquire) {
             return Ok(None);
         }
         let mut stepper = locked(&self.stepper);

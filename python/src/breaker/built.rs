@@ -1,0 +1,213 @@
+//! What a breaker is made of: the native breaker, its listeners and the rest of its
+//! options, made from `CircuitBreaker(**options)`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::gc::PyVisit;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use pyo3::PyTraverseError;
+
+use tripgate::Transition as CoreTransition;
+use tripgate_core::{RejectReason, ROUTES};
+
+use super::values::{seconds, Rejection, Transition};
+use crate::clock::AnyClock;
+use crate::options;
+use crate::report;
+
+/// The transition listeners, shared with the closure the native breaker calls.
+pub(super) struct Hooks {
+    pub(super) listeners: Py<PyList>,
+    pub(super) errors: AtomicU64,
+    pub(super) on_error: Option<Py<PyAny>>,
+}
+
+impl Hooks {
+    pub(super) fn tell(&self, py: Python<'_>, transition: &CoreTransition) {
+        let list = self.listeners.bind(py);
+        if list.is_empty() {
+            return;
+        }
+        // A copy: a listener may add or remove listeners.
+        let snapshot = list.to_tuple();
+        let Ok(object) = Bound::new(py, Transition::from(*transition)) else {
+            return;
+        };
+        for listener in snapshot.iter() {
+            if let Err(error) = listener.call1((object.clone(),)) {
+                self.failed(py, &error, &object);
+            }
+        }
+    }
+
+    /// A listener raised: counted, handed to `on_listener_error` or logged; never
+    /// raised into the call that caused the transition.
+    #[cold]
+    fn failed(&self, py: Python<'_>, error: &PyErr, transition: &Bound<'_, Transition>) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        match &self.on_error {
+            Some(hook) => {
+                let exception = report::exception(py, error);
+                if let Err(again) = hook.bind(py).call1((exception, transition)) {
+                    self.errors.fetch_add(1, Ordering::Relaxed);
+                    report::error(py, "tripgate: on_listener_error raised", &again);
+                }
+            }
+            None => report::error(
+                py,
+                "tripgate: a transition listener raised; the breaker carries on",
+                error,
+            ),
+        }
+    }
+}
+
+/// A breaker's parts besides the native breaker.
+pub(super) struct Shared {
+    pub(super) name: Arc<str>,
+    /// The last `Rejection` handed out, filled anew when nobody holds it any more: a
+    /// rejection allocates no object in the common case of one that was dropped.
+    pub(super) spare: Mutex<Option<Py<Rejection>>>,
+    pub(super) clock: AnyClock,
+    pub(super) hooks: Arc<Hooks>,
+    pub(super) timeout: Option<u64>,
+    pub(super) fallback: Option<Py<PyAny>>,
+    pub(super) classify: Option<Py<PyAny>>,
+    /// Calls of `classify` that raised or returned what is not an outcome.
+    pub(super) classify_errors: AtomicU64,
+    /// `contextvars.ContextVar` holding this breaker's `with` permits as a linked stack of
+    /// `(permit, rest)` tuples: each thread and each asyncio task sees its own.
+    pub(super) stack: Py<PyAny>,
+    /// Its bound `get` and `set`.
+    pub(super) stack_get: Py<PyAny>,
+    pub(super) stack_set: Py<PyAny>,
+}
+
+/// A made breaker: the native breaker and the rest.
+pub(crate) struct Built {
+    pub(super) inner: Arc<tripgate::Breaker<AnyClock>>,
+    pub(super) shared: Shared,
+}
+
+impl Built {
+    /// A breaker with `options` (checked: an error names the option).
+    pub(super) fn make(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let o = options::parse(py, options)?;
+        let inner = tripgate::Breaker::with_clock(o.config, o.clock.clone())
+            // Unreachable: `parse` validated the config.
+            .map_err(|e| PyValueError::new_err(options::python_message(&e.to_string())))?;
+        let hooks = Arc::new(Hooks {
+            listeners: PyList::empty(py).unbind(),
+            errors: AtomicU64::new(0),
+            on_error: o.on_listener_error,
+        });
+        let told = Arc::clone(&hooks);
+        inner.on_transition(move |t| Python::attach(|py| told.tell(py, t)));
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("default", py.None())?;
+        let stack = py
+            .import("contextvars")?
+            .getattr("ContextVar")?
+            .call((format!("tripgate.permits.{}", o.name),), Some(&kwargs))?;
+        let stack_get = stack.getattr("get")?.unbind();
+        let stack_set = stack.getattr("set")?.unbind();
+        let stack = stack.unbind();
+        Ok(Self {
+            inner: Arc::new(inner),
+            shared: Shared {
+                name: Arc::from(o.name.as_str()),
+                spare: Mutex::new(None),
+                clock: o.clock,
+                hooks,
+                timeout: o.timeout,
+                fallback: o.fallback,
+                classify: o.classify,
+                classify_errors: AtomicU64::new(0),
+                stack,
+                stack_get,
+                stack_set,
+            },
+        })
+    }
+
+    pub(super) fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.shared.clock.refresh(py);
+        let m = self.inner.metrics();
+        let d = PyDict::new(py);
+        d.set_item("state", m.state.name())?;
+        d.set_item("epoch", m.epoch)?;
+        d.set_item("calls", m.window.calls)?;
+        d.set_item("faults", m.window.faults)?;
+        d.set_item("slow", m.window.slow)?;
+        d.set_item("in_flight", m.in_flight)?;
+        d.set_item("hung", m.hung)?;
+        d.set_item("probes_out", m.probes_out)?;
+        d.set_item("admitted_total", m.admitted_total)?;
+        let rejected = PyDict::new(py);
+        for reason in RejectReason::ALL {
+            let n = m
+                .rejected_total
+                .get(usize::from(reason.code()))
+                .copied()
+                .unwrap_or(0);
+            rejected.set_item(reason.name(), n)?;
+        }
+        d.set_item("rejected", rejected)?;
+        d.set_item("successes_total", m.successes_total)?;
+        d.set_item("faults_total", m.faults_total)?;
+        d.set_item("stale_total", m.stale_total)?;
+        d.set_item("transitions_total", m.transitions_total)?;
+        let routes = PyDict::new(py);
+        for (route, n) in ROUTES.iter().zip(m.transitions_by_route.iter()) {
+            routes.set_item(
+                (route.from.name(), route.to().name(), route.reason.name()),
+                *n,
+            )?;
+        }
+        d.set_item("transitions_by_route", routes)?;
+        d.set_item("time_in_state", seconds(m.time_in_state))?;
+        d.set_item("time_in_state_ns", m.time_in_state)?;
+        d.set_item("cooldown_remaining", seconds(m.cooldown_remaining))?;
+        d.set_item("cooldown_remaining_ns", m.cooldown_remaining)?;
+        d.set_item(
+            "last_transition",
+            match m.last_transition {
+                Some(t) => Bound::new(py, Transition::from(t))?.into_any(),
+                None => py.None().into_bound(py),
+            },
+        )?;
+        d.set_item(
+            "listener_errors",
+            self.shared.hooks.errors.load(Ordering::Relaxed),
+        )?;
+        d.set_item("clock_errors", self.shared.clock.errors())?;
+        d.set_item(
+            "classify_errors",
+            self.shared.classify_errors.load(Ordering::Relaxed),
+        )?;
+        Ok(d)
+    }
+
+    pub(super) fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.shared.hooks.listeners)?;
+        visit.call(&self.shared.stack)?;
+        visit.call(&self.shared.stack_get)?;
+        visit.call(&self.shared.stack_set)?;
+        if let Some(f) = &self.shared.fallback {
+            visit.call(f)?;
+        }
+        if let Some(f) = &self.shared.classify {
+            visit.call(f)?;
+        }
+        if let Some(f) = &self.shared.hooks.on_error {
+            visit.call(f)?;
+        }
+        if let Some(f) = self.shared.clock.python_object() {
+            visit.call(f)?;
+        }
+        Ok(())
+    }
+}
