@@ -82,6 +82,8 @@ pub struct FleetMember {
     member: u64,
     /// Its own channel (its holder's), where a release wakes it alone.
     own_channel: String,
+    /// Who holds the lease when this member does (its id and session).
+    holder: String,
     /// In the fleet: held while the protocol steps, so that leaving (which makes the
     /// breaker a local one) never interleaves with a step (which may hand it a lease).
     joined: Mutex<bool>,
@@ -247,6 +249,7 @@ impl FleetMember {
             native,
             keys: protocol.keys().clone(),
             own_channel: protocol.wake_channel(),
+            holder: protocol.holder().into(),
             stepper: Mutex::new(Stepper {
                 protocol,
                 command: None,
@@ -523,9 +526,8 @@ impl FleetMember {
 
     /// Who holds the lease when this member does: its id and session, 32 hex digits.
     #[getter]
-    fn holder(&self) -> String {
-        let stepper = self.stepper.lock().unwrap_or_else(PoisonError::into_inner);
-        stepper.protocol.holder().into()
+    fn holder(&self) -> &str {
+        &self.holder
     }
 
     #[getter]
