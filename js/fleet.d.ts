@@ -93,6 +93,8 @@ export declare class FleetStore {
    * background; until it is up, members decide on their own (degraded).
    */
   static connect(options: FleetStoreOptions): Promise<FleetStore>;
+  /** The ACL rules a member's Redis user needs, after `ACL SETUSER <user> on >password`. */
+  static acl(): Promise<string>;
   /** This process's member id (16 hex digits), the same in every fleet. */
   readonly memberId: string;
   /** Why the store was last given up on, for logs (passwords redacted). */

@@ -4,7 +4,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Rejected } from '../src/node.js';
-import { fleetTables } from '../src/fleet/protocol.js';
+import { FleetStore } from '../src/fleet/index.js';
 import { closeAll, connected, fleetName, keys, member, probeRound, sleep, trip, waitFor } from './fleet-helpers.js';
 import { suiteRedis, withRedis } from './redis-server.js';
 
@@ -44,7 +44,7 @@ describe('fleet mode where users deploy it', () => {
   });
 
   test('a command the ACL denies inside a script is an outage that names it', async () => {
-    await aclUser(raw, 'nozadd', `${fleetTables.acl} -zadd`);
+    await aclUser(raw, 'nozadd', `${await FleetStore.acl()} -zadd`);
     const name = fleetName('deny');
     const list = [await member(redis.url, name), await member(userUrl(redis, 'nozadd'), name)];
     await connected(list);
@@ -62,7 +62,7 @@ describe('fleet mode where users deploy it', () => {
   });
 
   test('a publish the ACL denies stores nothing', async () => {
-    await aclUser(raw, 'nopublish', `${fleetTables.acl} -publish`);
+    await aclUser(raw, 'nopublish', `${await FleetStore.acl()} -publish`);
     const name = fleetName('mute');
     const m = await member(userUrl(redis, 'nopublish'), name);
     await connected([m]);
@@ -74,7 +74,7 @@ describe('fleet mode where users deploy it', () => {
   });
 
   test('a member whose user has exactly the documented ACL runs a whole round', async () => {
-    await aclUser(raw, 'fleet', fleetTables.acl);
+    await aclUser(raw, 'fleet', await FleetStore.acl());
     const name = fleetName('acl');
     const list = [await member(userUrl(redis, 'fleet'), name), await member(userUrl(redis, 'fleet'), name)];
     await connected(list);

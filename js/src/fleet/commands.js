@@ -45,7 +45,7 @@ export class StoreFault extends Error {
  * The warning for a store whose eviction policy may evict the probe lease (the core's
  * verdict), or null: it keeps the lease, or does not let this user read its config.
  */
-export async function evictionWarning(send) {
+async function evictionWarning(send) {
   const value = async (name) => {
     const reply = await send(['CONFIG', 'GET', name]);
     // A pair under RESP2, a map under RESP3.
@@ -80,6 +80,11 @@ export class Commands {
 
   #send(client, key, args) {
     return this.#cluster ? client.sendCommand(key, false, args, this.#blobs) : client.sendCommand(args, this.#blobs);
+  }
+
+  /** The core's warning if the store may evict the probe lease (see `evictionWarning`), or null. */
+  evictionWarning(client) {
+    return evictionWarning((args) => this.#send(client, undefined, args));
   }
 
   /** Runs a script by its hash, loading it on a store that does not have it yet. */

@@ -16,9 +16,9 @@
 import { EventEmitter } from 'node:events';
 import { CircuitBreaker, fleetLink } from '../breaker.js';
 import { rangeError, typeError } from '../errors.js';
-import { Commands, channelsOf, evictionWarning, failure } from './commands.js';
+import { Commands, channelsOf, failure } from './commands.js';
 import { Deadlines } from './deadlines.js';
-import { MemberProtocol, backoff, fleetSlot, validFleetName } from './protocol.js';
+import { MemberProtocol, backoff, fleetSlot, fleetTables, validFleetName } from './protocol.js';
 import { readStoreOptions, redact } from './options.js';
 
 /** A command that took longer than `storeTimeoutMs`. */
@@ -93,6 +93,12 @@ export class FleetStore {
     await installed();
     const checked = readStoreOptions(options);
     return new FleetStore(checked, await redisModule(), TOKEN);
+  }
+
+  /** The ACL rules a member's Redis user needs, after `ACL SETUSER <user> on >password` (the core's). */
+  static async acl() {
+    await installed();
+    return fleetTables.acl;
   }
 
   /** This process's member id (16 hex digits), the same in every fleet it joins. */
@@ -389,8 +395,7 @@ export class FleetStore {
 
   /** Reads the store's eviction policy as a session begins; warns once if it may evict the lease. */
   #checkEviction(command, epoch) {
-    const send = this.#options.cluster ? (args) => command.sendCommand(undefined, true, args) : (args) => command.sendCommand(args);
-    evictionWarning(send).then((warning) => {
+    this.#commands.evictionWarning(command).then((warning) => {
       if (epoch !== this.#epoch) return;
       if (warning !== null && warning !== this.#warning) process.emitWarning(warning, { code: 'TRIPGATE_FLEET_EVICTION' });
       this.#warning = warning;
