@@ -93,7 +93,7 @@ table! {
 }
 
 /// What the samples are read from: one breaker's snapshot and fleet status, taken
-/// together ([`Breaker::reading`]; a host that gets them by two calls, as the wasmtime
+/// together ([`Breaker::reading`](crate::Breaker::reading); a host that gets them by two calls, as the wasmtime
 /// host does, reads them one after the other).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {

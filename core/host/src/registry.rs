@@ -14,7 +14,7 @@ use crate::MakeBreaker;
 /// never waits on another's. `Send + Sync`; share it in an `Arc`. Look a breaker up once
 /// and keep the `Arc`: the lookup takes a read lock, the breaker's calls do not. With the
 /// feature `tracing`, its breakers emit `tracing` events for their transitions, named
-/// (see [`trace`](crate::trace)).
+/// (see the `trace` module).
 pub struct Registry<B: MakeBreaker> {
     maker: B::Maker,
     default: Config,

@@ -13,7 +13,7 @@
 //!   only grows); an event at or below the last generation applied is stale and changes
 //!   nothing, so a late or replayed open never re-opens a fleet that has since closed.
 //! * **One probe round fleet-wide**: in half-open a fleet member admits probes only while
-//!   it holds the fleet's probe lease ([`Breaker::fleet_lease`]); without it callers are
+//!   it holds the fleet's probe lease ([`Breaker::fleet_lease`](crate::Breaker::fleet_lease)); without it callers are
 //!   turned away as `probing-elsewhere`. The lease holder's round ends in an
 //!   [`Announcement`] the adapter publishes: `reopened` (a probe failed: the fleet opens
 //!   again) or `closed` (the probes succeeded: the fleet closes). That is the fleet's
@@ -23,23 +23,23 @@
 //!   member whose path alone is broken never opens or closes the fleet by its probes.
 //! * **Quorum**: a local trip is announced as `tripped`; the adapter records it as this
 //!   member's vote in the store and hands back every member's vote
-//!   ([`Breaker::fleet_votes`]); the fleet opens only once `fleet-quorum` distinct members
+//!   ([`Breaker::fleet_votes`](crate::Breaker::fleet_votes)); the fleet opens only once `fleet-quorum` distinct members
 //!   have tripped within one cooldown. Below quorum the member that tripped stays open on
 //!   its own, as any breaker does.
 //! * **Degraded**: with the store unreachable the adapter says so
-//!   ([`Breaker::fleet_degraded`]) and the breaker is a plain local one: it probes on its
+//!   ([`Breaker::fleet_degraded`](crate::Breaker::fleet_degraded)) and the breaker is a plain local one: it probes on its
 //!   own (K probes), without a lease, until the store is back. A member whose opening is
 //!   the fleet's first waits one probe timeout from losing the store: the fleet's round
 //!   may be running under another member's lease, so through a store outage shorter
 //!   than that (a Redis failover) the fleet still has at most K probes out.
 //!
 //! With the feature `alloc`, the rest of fleet mode that every adapter shares:
-//! [`protocol`] (the member protocol: a state machine with no I/O that adapters run),
-//! [`wire`] (the keys, the message line, the signed vote), [`options`] (the bounds of
-//! the timings, the reconnect backoff) and [`store`] (what the store's error replies mean,
-//! and which eviction policies keep the probe lease). With the feature `sign`,
-//! [`SharedKey`]: the wire format's HMAC-SHA256, the one signer every adapter uses.
-//! Always: [`scripts`], the store's side.
+//! `protocol` (the member protocol: a state machine with no I/O that adapters run),
+//! `wire` (the keys, the message line, the signed vote), `options` (the bounds of the
+//! timings, the reconnect backoff) and `store` (what the store's error replies mean, and
+//! which eviction policies keep the probe lease). With the feature `sign`, `SharedKey`:
+//! the wire format's HMAC-SHA256, the one signer every adapter uses. Always:
+//! [`scripts`], the store's side.
 
 use crate::config::MAX_QUORUM;
 

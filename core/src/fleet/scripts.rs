@@ -1,16 +1,14 @@
-//! The store's side of the member protocol: one Lua script per [`Command`] that needs
+//! The store's side of the member protocol: one Lua script per `Command` that needs
 //! more than one Redis command, run with `EVALSHA` by every adapter, so that the store
 //! does the same for a Rust and a Node member. Each file says its keys, arguments and
 //! reply; each treats a key of the wrong type, or holding garbage, as absent or repairs
 //! it, so that what is stored can never stop a member (see `FLEET.md`).
-//!
-//! [`Command`]: super::protocol::Command
 
-/// `Command::Read`: KEYS event, gen; ARGV [`MAX_LINE`](super::wire::MAX_LINE) →
+/// `Command::Read`: KEYS event, gen; ARGV `MAX_LINE` →
 /// {event, PTTL event, gen}.
 pub const READ: &str = include_str!("lua/read.lua");
-/// `Command::Vote`: KEYS votes; ARGV entry, window ms, [`MAX_VOTES`](super::wire::MAX_VOTES),
-/// [`MAX_LINE`](super::wire::MAX_LINE) → {now ms, entry, ms, …}.
+/// `Command::Vote`: KEYS votes; ARGV entry, window ms, `MAX_VOTES`,
+/// `MAX_LINE` → {now ms, entry, ms, …}.
 pub const VOTE: &str = include_str!("lua/vote.lua");
 /// `Command::TakeLease`: KEYS lease, waiters; ARGV holder, ms → {held 0/1, ms left}.
 pub const TAKE: &str = include_str!("lua/take.lua");

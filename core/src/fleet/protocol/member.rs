@@ -133,7 +133,7 @@ impl Protocol {
     }
 
     /// The store's error reply to the command in flight, read ([`store::fault`]): bad
-    /// data goes back as [`Reply::Refused`]; anything else is the store down, with this
+    /// data goes back as [`Reply::Refused`](super::Reply::Refused); anything else is the store down, with this
     /// explanation for the adapter's last error.
     pub fn fault(&self, message: &str) -> Fault {
         let script = match self.awaiting {

@@ -64,7 +64,7 @@ pub trait Link {
 /// What a member runs with: its fleet, its identity and the durations that pace it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
-    /// The fleet's name (valid: see [`wire::valid_name`]).
+    /// The fleet's name (valid: see [`wire::valid_name`](super::wire::valid_name)).
     pub name: String,
     /// This member's id (not 0): its vote. Stable across restarts when it comes from a
     /// member name, so a restarted process keeps its vote.
@@ -125,7 +125,7 @@ pub enum Command {
     ReleaseLease {
         /// The holder's id.
         holder: String,
-        /// The lease-free notice ([`wire::encode_free`]).
+        /// The lease-free notice ([`wire::encode_free`](super::wire::encode_free)).
         notice: String,
     },
     /// Run `repair.lua`: set the generation counter to at least `floor`, replacing what
