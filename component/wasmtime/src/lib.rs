@@ -93,7 +93,7 @@ pub type Registry = tripgate_host::Registry<Breaker>;
 #[allow(missing_docs)]
 pub mod bindings {
     wasmtime::component::bindgen!({
-        path: "../../wit",
+        path: "wit",
         world: "tripgate",
         additional_derives: [PartialEq],
     });
@@ -113,4 +113,4 @@ pub use wit::{Outcome, SnapshotError};
 
 /// The tripgate component this crate was built with (`wit/breaker.wit`'s `tripgate`
 /// world, no imports), for hosts that want the bytes themselves.
-pub const COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tripgate_component.wasm"));
+pub const COMPONENT: &[u8] = include_bytes!("../tripgate.wasm");
