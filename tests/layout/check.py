@@ -36,8 +36,10 @@ LAYERS = [
 
 
 def tracked():
+    """The files git tracks, without links (a package's link to a shared file, such as its
+    LICENSE or the WIT, is the file it names, checked there)."""
     out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
-    return [ROOT / line for line in out.stdout.splitlines()]
+    return [ROOT / line for line in out.stdout.splitlines() if not (ROOT / line).is_symlink()]
 
 
 def sources(suffixes):
