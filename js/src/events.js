@@ -2,6 +2,7 @@
 // `half-open`, ...), `clock-error` (a clock reading that was not observed) and
 // `listener-error` (a listener threw).
 
+import { describe } from './errors.js';
 import { onInstall } from './tables.js';
 
 let events = new Set();
@@ -18,7 +19,8 @@ export class Listeners {
   on(event, listener) {
     if (typeof listener !== 'function') throw new TypeError('listener must be a function');
     if (!events.has(event)) {
-      throw new TypeError(`unknown event ${JSON.stringify(String(event))}: expected ${[...events].join(', ')}`);
+      // `describe`, not String(): the name may be a value whose conversion throws.
+      throw new TypeError(`unknown event ${describe(event)}: expected ${[...events].join(', ')}`);
     }
     this.#map ??= new Map();
     const list = this.#map.get(event);
