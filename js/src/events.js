@@ -10,6 +10,12 @@ onInstall((t) => {
   events = new Set(['transition', 'clock-error', 'listener-error', ...t.states]);
 });
 
+/**
+ * `once` wrappers -> the listener each wraps. Kept here, not on the wrapper: `off` then
+ * reads no property of a listener, which may be a revoked Proxy of a function.
+ */
+const onceListeners = new WeakMap();
+
 export class Listeners {
   /** event name -> listeners, or null while nobody listens. */
   #map = null;
@@ -33,14 +39,14 @@ export class Listeners {
       this.off(event, wrapper);
       listener(payload);
     };
-    wrapper.listener = listener;
+    onceListeners.set(wrapper, listener);
     this.on(event, wrapper);
   }
 
   off(event, listener) {
     const list = this.#map?.get(event);
     if (list === undefined) return;
-    const i = list.findIndex((l) => l === listener || l.listener === listener);
+    const i = list.findIndex((l) => l === listener || onceListeners.get(l) === listener);
     if (i >= 0) list.splice(i, 1);
     if (list.length === 0) this.#map.delete(event);
     if (this.#map.size === 0) this.#map = null;

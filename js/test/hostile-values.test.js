@@ -213,6 +213,27 @@ describe('every other entry point throws its own error for a hostile value', () 
     }
   });
 
+  test('a listener that is a revoked Proxy of a function: off() of another listener and once() still work, and calling it is a listener-error', () => {
+    const { breaker } = make({ failureThreshold: 1, minCalls: 1 });
+    const hostile = revoked(() => {});
+    const seen = [];
+    const other = (t) => seen.push(`other ${t.to}`);
+    const onceOnly = (t) => seen.push(`once ${t.to}`);
+    breaker.on('transition', hostile);
+    breaker.on('transition', other);
+    breaker.once('transition', onceOnly);
+    breaker.off('transition', other);
+    breaker.once('transition', other);
+    breaker.off('transition', other);
+    breaker.record(breaker.acquire(), 503);
+    assert.deepEqual(seen, ['once open']);
+    assert.equal(breaker.metrics().listenerErrorsTotal, 1);
+    breaker.off('transition', hostile);
+    breaker.reset();
+    assert.deepEqual(seen, ['once open']);
+    assert.equal(breaker.metrics().listenerErrorsTotal, 1);
+  });
+
   test('importState of a revoked Proxy or a Proxy whose traps throw: "state must be a Uint8Array"', () => {
     const { breaker } = make();
     for (const state of [revoked(new Uint8Array(4)), trapping(new Uint8Array(4)), revoked(new ArrayBuffer(4))]) {
