@@ -234,6 +234,18 @@ describe('every other entry point throws its own error for a hostile value', () 
     assert.equal(breaker.metrics().listenerErrorsTotal, 1);
   });
 
+  test('execute with a signal that is a revoked Proxy, a Proxy whose traps throw or an object whose getters throw: rejects with "signal must be an AbortSignal"', async () => {
+    const { breaker } = make();
+    for (const signal of [revoked(new AbortController().signal), trapping(new AbortController().signal), getters()]) {
+      const [outcome, error] = await settledWithin(breaker.execute(() => 1, { signal }));
+      assert.equal(outcome, 'rejected');
+      assert.ok(error instanceof TypeError, error?.message);
+      assert.equal(error.option, 'signal');
+      assert.match(error.message, /^signal must be an AbortSignal/);
+    }
+    assert.equal(breaker.metrics().admittedTotal, 0);
+  });
+
   test('importState of a revoked Proxy or a Proxy whose traps throw: "state must be a Uint8Array"', () => {
     const { breaker } = make();
     for (const state of [revoked(new Uint8Array(4)), trapping(new Uint8Array(4)), revoked(new ArrayBuffer(4))]) {
