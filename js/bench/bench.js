@@ -17,6 +17,7 @@
 //   rejection (value)   tripgate `acquire()` while open: a number, no throw.
 //   rejection (execute) `await execute(fn)` while open, catching the rejection error.
 import { CircuitBreaker } from '../src/node.js';
+import { compare as compareRounds } from './rounds.js';
 
 const major = Number(process.versions.node.split('.')[0]);
 if (major < 22) {
@@ -32,46 +33,7 @@ const ROUND_MS = Number(process.env.BENCH_MS ?? 200);
 const fn = async () => 1;
 const syncFn = () => 1;
 
-/** Iterations of `op` that take about ROUND_MS. */
-async function calibrate(op, isAsync) {
-  let n = 1000;
-  for (;;) {
-    const t0 = performance.now();
-    if (isAsync) for (let i = 0; i < n; i++) await op();
-    else for (let i = 0; i < n; i++) op();
-    const dt = performance.now() - t0;
-    if (dt > ROUND_MS / 4) return Math.max(1000, Math.round((n * ROUND_MS) / dt));
-    n *= 4;
-  }
-}
-
-/**
- * Times several ops in interleaved rounds (A B C A B C ...), so that drift in the
- * machine's load hits them alike; returns the median ns per op of each, by name.
- * `ops`: { name: [op, isAsync] }.
- */
-async function compare(ops) {
-  const entries = Object.entries(ops);
-  const counts = [];
-  for (const [, [op, isAsync]] of entries) counts.push(await calibrate(op, isAsync));
-  const samples = entries.map(() => []);
-  for (let r = 0; r < ROUNDS; r++) {
-    for (let k = 0; k < entries.length; k++) {
-      const [op, isAsync] = entries[k][1];
-      const n = counts[k];
-      const t0 = performance.now();
-      if (isAsync) for (let i = 0; i < n; i++) await op();
-      else for (let i = 0; i < n; i++) op();
-      samples[k].push(((performance.now() - t0) * 1e6) / n);
-    }
-  }
-  const result = {};
-  entries.forEach(([name], k) => {
-    const sorted = samples[k].sort((a, b) => a - b);
-    result[name] = sorted[sorted.length >> 1];
-  });
-  return result;
-}
+const compare = (ops) => compareRounds(ops, ROUNDS, ROUND_MS);
 
 function timeSyncOnce(op, n = 200_000) {
   for (let i = 0; i < n / 10; i++) op();

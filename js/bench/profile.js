@@ -7,7 +7,9 @@
 // first row); pair: `record(acquire(), 'success')`. Defaults: execute, 3,000,000 calls,
 // a sample every 50 µs. Prints the share of samples in:
 //   clock      the default clock and all under it (`performance.now()`)
+//   boundary   V8's wrappers that enter the wasm module (js-to-wasm) or leave it (wasm-to-js)
 //   wasm       the wasm module's functions (acquire, record, the permit table, the window)
+//   glue       wasm-bindgen's JavaScript glue (pkg/): one method per wasm call
 //   tripgate   the package's JavaScript (execute.js, breaker.js, classify.js, ...), outside the clock
 //   promises   V8's own work with no JS frame of its own: promise reactions, microtasks
 //   gc         the garbage collector
@@ -58,6 +60,7 @@ session.disconnect();
 
 const SRC = fileURLToPath(new URL('../src/', import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
+const GLUE = process.env.WASM_GLUE ? fileURLToPath(pathToFileURL(process.env.WASM_GLUE)) : null;
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
 const parent = new Map();
 for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
@@ -66,8 +69,8 @@ for (const id of profile.samples) hits.set(id, (hits.get(id) ?? 0) + 1);
 
 const path = (url) => (url.startsWith('file://') ? fileURLToPath(url) : url);
 const isClock = (frame) => frame.functionName === 'defaultClock' && path(frame.url).startsWith(SRC);
-const isWasm = (frame) => frame.url.includes('.wasm') || frame.functionName.startsWith('wasm-function') ||
-  frame.functionName === 'js-to-wasm' || frame.functionName === 'wasm-to-js';
+const isBoundary = (frame) => /^(js-to-wasm|wasm-to-js)\b/.test(frame.functionName);
+const isWasm = (frame) => frame.url.includes('.wasm') || frame.functionName.startsWith('wasm-function');
 
 /** The category of a sample: by its own frame, or `clock` if the default clock is above it. */
 function category(id) {
@@ -75,11 +78,13 @@ function category(id) {
   for (let up = id; up !== undefined; up = parent.get(up)) {
     if (isClock(byId.get(up).callFrame)) return 'clock';
   }
+  if (isBoundary(frame)) return 'boundary';
   if (isWasm(frame)) return 'wasm';
   if (frame.functionName === '(garbage collector)') return 'gc';
   if (frame.functionName === '(program)' || frame.functionName === '(idle)') return 'promises';
   const file = path(frame.url);
-  if (file.startsWith(SRC) || file.includes('/pkg/')) return 'tripgate';
+  if (file.includes('/pkg/') || file === GLUE) return 'glue';
+  if (file.startsWith(SRC)) return 'tripgate';
   if (file === SELF) return 'loop';
   return 'other';
 }
@@ -101,7 +106,7 @@ const pct = (n) => `${((100 * n) / total).toFixed(1).padStart(5)} %`;
 console.log(`${mode}: ${calls} calls on Node ${process.versions.node}, ${((elapsed * 1e6) / calls).toFixed(0)} ns a call ` +
   `under the profiler (a sample every ${intervalUs} µs, ${total} samples)`);
 console.log('');
-for (const c of ['clock', 'wasm', 'tripgate', 'promises', 'gc', 'loop', 'other']) {
+for (const c of ['clock', 'boundary', 'wasm', 'glue', 'tripgate', 'promises', 'gc', 'loop', 'other']) {
   console.log(`${c.padEnd(9)} ${pct(categories.get(c) ?? 0)}`);
 }
 console.log('');

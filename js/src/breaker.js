@@ -502,9 +502,15 @@ function transition(buf, at) {
   };
 }
 
+/** `state` as bytes. `instanceof` runs a Proxy's traps, which may throw (a revoked one's do). */
 function toBytes(state) {
-  if (state instanceof Uint8Array) return state;
-  if (ArrayBuffer.isView(state)) return new Uint8Array(state.buffer, state.byteOffset, state.byteLength);
-  if (state instanceof ArrayBuffer) return new Uint8Array(state);
-  throw new TypeError('state must be a Uint8Array (from exportState())');
+  const message = 'state must be a Uint8Array (from exportState())';
+  try {
+    if (state instanceof Uint8Array) return state;
+    if (ArrayBuffer.isView(state)) return new Uint8Array(state.buffer, state.byteOffset, state.byteLength);
+    if (state instanceof ArrayBuffer) return new Uint8Array(state);
+  } catch (cause) {
+    throw new TypeError(message, { cause });
+  }
+  throw new TypeError(message);
 }

@@ -2,12 +2,19 @@
 // `half-open`, ...), `clock-error` (a clock reading that was not observed) and
 // `listener-error` (a listener threw).
 
+import { describe } from './errors.js';
 import { onInstall } from './tables.js';
 
 let events = new Set();
 onInstall((t) => {
   events = new Set(['transition', 'clock-error', 'listener-error', ...t.states]);
 });
+
+/**
+ * `once` wrappers -> the listener each wraps. Kept here, not on the wrapper: `off` then
+ * reads no property of a listener, which may be a revoked Proxy of a function.
+ */
+const onceListeners = new WeakMap();
 
 export class Listeners {
   /** event name -> listeners, or null while nobody listens. */
@@ -18,7 +25,8 @@ export class Listeners {
   on(event, listener) {
     if (typeof listener !== 'function') throw new TypeError('listener must be a function');
     if (!events.has(event)) {
-      throw new TypeError(`unknown event ${JSON.stringify(String(event))}: expected ${[...events].join(', ')}`);
+      // `describe`, not String(): the name may be a value whose conversion throws.
+      throw new TypeError(`unknown event ${describe(event)}: expected ${[...events].join(', ')}`);
     }
     this.#map ??= new Map();
     const list = this.#map.get(event);
@@ -31,14 +39,14 @@ export class Listeners {
       this.off(event, wrapper);
       listener(payload);
     };
-    wrapper.listener = listener;
+    onceListeners.set(wrapper, listener);
     this.on(event, wrapper);
   }
 
   off(event, listener) {
     const list = this.#map?.get(event);
     if (list === undefined) return;
-    const i = list.findIndex((l) => l === listener || l.listener === listener);
+    const i = list.findIndex((l) => l === listener || onceListeners.get(l) === listener);
     if (i >= 0) list.splice(i, 1);
     if (list.length === 0) this.#map.delete(event);
     if (this.#map.size === 0) this.#map = null;

@@ -37,9 +37,14 @@ function applyFallback(fallback, error) {
   return typeof fallback === 'function' ? fallback(error) : fallback;
 }
 
+/** Whether `signal` looks like an AbortSignal. Never throws: one whose reads throw is none. */
 function isSignal(signal) {
-  return typeof signal === 'object' && signal !== null && typeof signal.aborted === 'boolean' &&
-    typeof signal.addEventListener === 'function' && typeof signal.removeEventListener === 'function';
+  try {
+    return typeof signal === 'object' && signal !== null && typeof signal.aborted === 'boolean' &&
+      typeof signal.addEventListener === 'function' && typeof signal.removeEventListener === 'function';
+  } catch {
+    return false;
+  }
 }
 
 /** `breaker.execute(fn, options)`, with the breaker's default timeout. */

@@ -40,18 +40,51 @@ export function expositionTable() {
   return table;
 }
 
+const BREAKERS_FORMS = 'a Map, an object of breakers by name, an array of [name, breaker] pairs, or a function returning one';
+
 /**
  * The breakers to expose as `[name, breaker]` pairs: from a Map, an object of breakers by
  * name, an array of pairs, or a function returning one of those (called at each scrape, so
- * breakers made later are exposed too).
+ * breakers made later are exposed too). A collection that cannot be read (a revoked Proxy,
+ * a getter that throws) is the package's TypeError, with what it threw as the cause.
  */
 export function breakerEntries(breakers) {
   const source = typeof breakers === 'function' ? breakers() : breakers;
-  if (source instanceof Map || Array.isArray(source)) return [...source];
-  if (source !== null && typeof source === 'object') return Object.entries(source);
-  throw new TypeError(
-    'tripgate: breakers must be a Map, an object of breakers by name, an array of [name, breaker] pairs, or a function returning one',
-  );
+  let entries;
+  try {
+    if (source instanceof Map || Array.isArray(source)) entries = [...source];
+    else if (source !== null && typeof source === 'object') entries = Object.entries(source);
+  } catch (cause) {
+    throw new TypeError(`tripgate: breakers must be ${BREAKERS_FORMS}; reading them threw`, { cause });
+  }
+  if (entries === undefined) throw new TypeError(`tripgate: breakers must be ${BREAKERS_FORMS}`);
+  return entries;
+}
+
+/**
+ * A pair's name and its breaker's reading method, or the package's TypeError: the pair
+ * and the breaker may be anything a caller put there, revoked Proxies included.
+ */
+function readerOf(pair) {
+  let name;
+  let breaker;
+  try {
+    [name, breaker] = pair;
+  } catch (cause) {
+    throw new TypeError('tripgate: each breaker must come as a [name, breaker] pair', { cause });
+  }
+  if (typeof name !== 'string') {
+    throw new TypeError(`tripgate: a breaker's name must be a string, not ${typeof name}`);
+  }
+  const notABreaker = (options) => new TypeError(`tripgate: ${JSON.stringify(name)} is not a CircuitBreaker`, options);
+  let read;
+  try {
+    if (breaker !== null && typeof breaker === 'object') read = breaker[READ];
+  } catch (cause) {
+    throw notABreaker({ cause });
+  }
+  if (typeof read !== 'function') throw notABreaker();
+  return { name, breaker, read };
 }
 
 /**
@@ -61,15 +94,10 @@ export function breakerEntries(breakers) {
 export function readAll(breakers) {
   const { series } = expositionTable();
   const read = [];
-  for (const [name, breaker] of breakerEntries(breakers)) {
-    if (typeof name !== 'string') {
-      throw new TypeError(`tripgate: a breaker's name must be a string, not ${typeof name}`);
-    }
-    if (breaker === null || typeof breaker !== 'object' || typeof breaker[READ] !== 'function') {
-      throw new TypeError(`tripgate: ${JSON.stringify(name)} is not a CircuitBreaker`);
-    }
+  for (const pair of breakerEntries(breakers)) {
+    const reader = readerOf(pair);
     const values = new Float64Array(series);
-    if (breaker[READ](values)) read.push([name, values]);
+    if (reader.read.call(reader.breaker, values)) read.push([reader.name, values]);
   }
   return read;
 }

@@ -65,11 +65,19 @@ function checkNumber(option, value, kind) {
   return value;
 }
 
-/** The error for an iterable option whose iteration threw `cause`. */
-function iterationError(option, value, cause) {
-  const error = typeError(option, `${option} could not be iterated`, value);
-  error.cause = cause;
-  return error;
+/**
+ * What `read()` returns; whatever it throws (a getter, a Proxy trap, `next()`) becomes a
+ * TypeError naming the option, with the thrown value as its `cause`, never read itself: it
+ * may be a revoked Proxy, on which every operation throws.
+ */
+function iterating(option, value, read) {
+  try {
+    return read();
+  } catch (cause) {
+    const error = typeError(option, `${option} could not be iterated`, value);
+    error.cause = cause;
+    throw error;
+  }
 }
 
 /**
@@ -81,34 +89,20 @@ function iterationError(option, value, cause) {
 function checkCodes(option, value, [min, max]) {
   if (!given(value)) return undefined;
   if (typeof value !== 'object') throw typeError(option, `${option} must be an array of integers`, value);
-  let iterator;
-  try {
-    const iterate = value[Symbol.iterator];
-    if (typeof iterate !== 'function') {
-      throw typeError(option, `${option} must be an array of integers`, value);
-    }
-    iterator = iterate.call(value);
-    if (typeof iterator !== 'object' || iterator === null) {
-      throw typeError(option, `${option}[Symbol.iterator]() must return an iterator`, iterator);
-    }
-  } catch (cause) {
-    if (cause?.option === option) throw cause;
-    throw iterationError(option, value, cause);
+  const iterate = iterating(option, value, () => value[Symbol.iterator]);
+  if (typeof iterate !== 'function') throw typeError(option, `${option} must be an array of integers`, value);
+  const iterator = iterating(option, value, () => iterate.call(value));
+  if (typeof iterator !== 'object' || iterator === null) {
+    throw typeError(option, `${option}[Symbol.iterator]() must return an iterator`, iterator);
   }
   const codes = [];
   for (;;) {
-    let code;
-    try {
-      const step = iterator.next();
-      if (typeof step !== 'object' || step === null) {
-        throw typeError(option, `${option}'s iterator must return objects from next()`, step);
-      }
-      if (step.done) break;
-      code = step.value;
-    } catch (cause) {
-      if (cause?.option === option) throw cause;
-      throw iterationError(option, value, cause);
+    const step = iterating(option, value, () => iterator.next());
+    if (typeof step !== 'object' || step === null) {
+      throw typeError(option, `${option}'s iterator must return objects from next()`, step);
     }
+    if (iterating(option, value, () => step.done)) break;
+    const code = iterating(option, value, () => step.value);
     let problem;
     if (typeof code !== 'number') problem = typeError(option, `${option} must hold numbers`, code);
     else if (!Number.isInteger(code) || code < min || code > max) {

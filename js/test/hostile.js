@@ -45,6 +45,12 @@ export function build(kind) {
           throw new Error('proxy keys');
         },
       });
+    case 'revoked': {
+      // Every operation on it throws, `typeof` aside: built here, never printed.
+      const { proxy, revoke } = Proxy.revocable(new Error('x'), {});
+      revoke();
+      return proxy;
+    }
     case 'null-proto':
       return Object.create(null);
     case 'response-error':
@@ -60,7 +66,7 @@ export function build(kind) {
   }
 }
 
-export const HOSTILE_KINDS = ['getter', 'option-getters', 'proxy', 'null-proto', 'response-error', 'response', 'opaque', 'status-string', 'frozen-error'];
+export const HOSTILE_KINDS = ['getter', 'option-getters', 'proxy', 'revoked', 'null-proto', 'response-error', 'response', 'opaque', 'status-string', 'frozen-error'];
 
 /**
  * A copy of a generated value with its hostile markers built, inside arrays and plain
