@@ -1,8 +1,8 @@
 //! Serves `wasi:http` on a TCP address through a component, as `wasmtime serve` does: a
 //! fresh store and instance for every request, dropped when the request ends. Besides
-//! WASI 0.2 (`wasmtime-wasi`) and `wasi:http` (`wasmtime-wasi-http`, whose default
-//! `send_request` makes the guest's outgoing calls), the instances get the shared
-//! key-value store of [`crate::kv`].
+//! WASI 0.2 (`wasmtime-wasi`) and `wasi:http` (`wasmtime-wasi-http`; the guest's
+//! outgoing calls go through `crate::outbound`), the instances get the shared key-value
+//! store of [`crate::kv`].
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
