@@ -254,6 +254,23 @@ impl tokio::io::AsyncWrite for ReadsPastReset {
         self.written(result, buf.len())
     }
 
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let len = bufs.iter().map(|buf| buf.len()).sum();
+        if self.reset {
+            return Poll::Ready(Ok(len));
+        }
+        let result = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.written(result, len)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         if self.reset {
             return Poll::Ready(Ok(()));
