@@ -132,6 +132,13 @@ fn upload(
     future: &FutureIncomingResponse,
     deadline: &Pollable,
 ) -> Upload {
+    if bytes.is_empty() {
+        // Nothing to write: no stream, no waiting.
+        return match OutgoingBody::finish(body, None) {
+            Ok(()) => Upload::Done,
+            Err(_) => Upload::Failed,
+        };
+    }
     let Ok(stream) = body.write() else {
         return Upload::Failed;
     };

@@ -37,8 +37,8 @@ use wasip2::clocks::monotonic_clock;
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::bindings::tripgate::breaker::circuit_breaker::{
-    self as breaker, AdmissionNotes, Breaker, Config, KeyedAdmission, KeyedRecord, KeyedRejection,
-    Outcome, RecordError, RejectReason, Rejection, State, Ticketed,
+    self as breaker, AdmissionNotes, Breaker, Class, Config, KeyedAdmission, KeyedRecord,
+    KeyedRejection, Outcome, RecordError, RejectReason, Rejection, State, Ticketed,
 };
 use crate::config::{BreakerSettings, Settings, Upstream};
 use crate::forward::{self, Sent};
@@ -231,7 +231,15 @@ impl<'a> Guarding<'a> {
         let place = self.place.as_ref();
         // The keyed hot path: no permit resource to make, lend and drop, and no list
         // of transitions to return (`wit/breaker.wit`).
-        let ticketed = match breaker::acquire_keyed(key, now) {
+        let mut admission = breaker::acquire_keyed(key, now);
+        if let KeyedAdmission::Rejected(KeyedRejection { rejection, .. }) = &admission {
+            if matches!(rejection.reason, RejectReason::Isolated) {
+                // See `released`: the outcome's write stores the release.
+                let _ = breaker.release(now);
+                admission = breaker::acquire_keyed(key, now);
+            }
+        }
+        let ticketed = match admission {
             KeyedAdmission::Admitted(ticketed) => ticketed,
             KeyedAdmission::UnknownKey => {
                 // One breaker per instance: its key always names it.
@@ -329,8 +337,11 @@ fn record(
                 ticketed,
             }) = own.take()
             {
-                if record_keyed(key, ticketed.ticket, outcome, now).is_err() {
+                let Ok(recorded) = record_keyed(key, ticketed.ticket, outcome, now) else {
                     return;
+                };
+                if matches!(recorded.class, Class::Fault) {
+                    released(&breaker, key, outcome, now);
                 }
                 match place.swap(read, &breaker, now) {
                     Ok(_) | Err(Unwritten::Failed) => return,
@@ -372,6 +383,22 @@ fn replay(
         return false;
     }
     matches!(place.swap(read, &breaker, now), Err(Unwritten::Conflict))
+}
+
+/// The guard has no operator calls (`isolate`, `disable`, `release`), so it could never
+/// leave those states: a stored isolated breaker would turn every call away, a disabled
+/// one let every call through untripped, until someone edited the store. It releases
+/// them where they show, at no cost to other calls: an isolated breaker when it rejects
+/// as isolated (in `Guarding::attempt`), a disabled one when it records a fault, here,
+/// which then counts in the released breaker as a call admitted and ended now.
+fn released(breaker: &Breaker, key: u32, outcome: Outcome, now: u64) {
+    if !matches!(breaker.state(now), State::Disabled) {
+        return;
+    }
+    let _ = breaker.release(now);
+    if let KeyedAdmission::Admitted(ticketed) = breaker::acquire_keyed(key, now) {
+        let _ = record_keyed(key, ticketed.ticket, outcome, now);
+    }
 }
 
 /// `record-keyed`, with an answer whose status is no HTTP status (HTTP libraries pass

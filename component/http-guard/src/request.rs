@@ -116,16 +116,20 @@ fn read_all(body: IncomingBody, deadline: Instant) -> Result<Vec<u8>, BodyProble
     let mut bytes = Vec::new();
     {
         let stream = body.stream().map_err(|()| BodyProblem::Failed)?;
-        // Declared after the stream they watch, so dropped before it.
-        let readable = stream.subscribe();
-        let timer = monotonic_clock::subscribe_instant(deadline);
+        // Made at the first wait only (a body that has arrived needs none), after the
+        // stream they watch, so dropped before it.
+        let mut waiting = None;
         loop {
             match stream.read(64 << 10) {
                 Ok(chunk) if chunk.is_empty() => {
+                    let (readable, timer) = waiting.get_or_insert_with(|| {
+                        let timer = monotonic_clock::subscribe_instant(deadline);
+                        (stream.subscribe(), timer)
+                    });
                     if timer.ready() {
                         return Err(BodyProblem::TimedOut);
                     }
-                    poll::poll(&[&readable, &timer]);
+                    poll::poll(&[&*readable, &*timer]);
                 }
                 Ok(chunk) => {
                     if bytes.len() + chunk.len() > MAX_REQUEST_BODY {

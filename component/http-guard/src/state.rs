@@ -21,9 +21,7 @@
 
 use wasip2::clocks::wall_clock;
 
-use crate::bindings::tripgate::breaker::circuit_breaker::{
-    Breaker, Config, ConfigError, Snapshot, State,
-};
+use crate::bindings::tripgate::breaker::circuit_breaker::{Breaker, Config, ConfigError, Snapshot};
 use crate::bindings::wasi::keyvalue::store::Error;
 
 #[cfg(not(feature = "draft"))]
@@ -107,18 +105,8 @@ pub fn restore(
     });
     // A refused snapshot leaves the breaker as created (`imported` says why).
     let restored = Breaker::restore(config, snapshot.as_ref(), now)?;
-    let breaker = restored.breaker;
-    if snapshot.is_some()
-        && restored.imported.is_ok()
-        && matches!(breaker.state(now), State::Isolated | State::Disabled)
-    {
-        // The guard has no operator calls, so it could never leave these states: a
-        // stored isolated breaker would turn every call away, a disabled one let every
-        // call through untripped, until someone edited the store. It releases them.
-        let _ = breaker.release(now);
-    }
     Ok(Restored {
-        breaker,
+        breaker: restored.breaker,
         key: restored.key,
         ahead,
     })
