@@ -10,8 +10,7 @@
 //! default client, which drives the connection and waits for the answer's head in one
 //! future, drops a head delivered in the same turn as the failure. Here a write the reset
 //! refused is dropped rather than failed, so the answer is read ([`ReadsPastReset`]), and
-//! the connection runs on a task of its own, so a head it delivered is the answer
-//! whatever the connection does next. (On loopback, 60 such refusals of a 4 MiB upload
+//! a head the connection delivered in the turn it failed is the answer all the same. (On loopback, 60 such refusals of a 4 MiB upload
 //! came back as the 413 in 7 to 15 cases with the default client, in 60 here.)
 
 use std::future::Future;
@@ -24,7 +23,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper_util::rt::TokioIo;
-use tokio::task::JoinHandle;
+use tokio::time::error::Elapsed;
 use tokio::time::{Instant, Sleep};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
@@ -117,7 +116,6 @@ async fn send(
     let (mut sender, connection) = tokio::time::timeout(deadlines.connect, connecting)
         .await
         .map_err(|_| HttpError::ConnectionTimeout)??;
-    let connection = Connection(tokio::spawn(connection));
     // On the wire the target is the path: the authority went into the connection.
     let path = request
         .uri()
@@ -126,9 +124,33 @@ async fn send(
         .parse()
         .map_err(|_| HttpError::HttpRequestUriInvalid)?;
     *request.uri_mut() = path;
-    let response = tokio::time::timeout(deadlines.first_byte, sender.send_request(request))
-        .await
-        .map_err(|_| HttpError::ConnectionReadTimeout)??;
+    let mut connection = Some(Box::pin(connection));
+    let mut answer = std::pin::pin!(tokio::time::timeout(
+        deadlines.first_byte,
+        sender.send_request(request)
+    ));
+    // The connection is driven here, in this task, until the head comes (handing it over
+    // from a task of its own costs a wake-up on another thread per request); a head it
+    // delivered in the turn it ended is the answer all the same.
+    let response = std::future::poll_fn(|cx| {
+        if let Poll::Ready(answered) = answer.as_mut().poll(cx) {
+            return Poll::Ready(head(answered));
+        }
+        let Some(running) = connection.as_mut() else {
+            return Poll::Pending;
+        };
+        let Poll::Ready(ended) = running.as_mut().poll(cx) else {
+            return Poll::Pending;
+        };
+        connection = None;
+        Poll::Ready(match answer.as_mut().poll(cx) {
+            Poll::Ready(answered) => head(answered),
+            Poll::Pending => {
+                Err(ended.map_or_else(HttpError::from, |()| HttpError::HttpResponseIncomplete))
+            }
+        })
+    })
+    .await?;
     let response = response.map(|body| {
         Paced {
             body,
@@ -137,25 +159,24 @@ async fn send(
         }
         .boxed_unsync()
     });
-    Ok((response, Box::new(connection.ended())))
-}
-
-/// The task that runs a connection; dropping this ends it.
-struct Connection(JoinHandle<Result<(), hyper::Error>>);
-
-impl Connection {
-    async fn ended(mut self) -> Result<(), HttpError> {
-        match (&mut self.0).await {
-            Ok(ended) => ended.map_err(HttpError::from),
-            Err(_) => Err(HttpError::ConnectionTerminated),
+    // The rest of the connection (the body still going out, the answer's body coming
+    // in) is the host's to run.
+    let rest = async move {
+        match connection {
+            Some(running) => running.await.map_err(HttpError::from),
+            None => Ok(()),
         }
-    }
+    };
+    Ok((response, Box::new(rest)))
 }
 
-impl Drop for Connection {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+/// The answer's head, or why there is none.
+fn head(
+    answered: Result<Result<http::Response<hyper::body::Incoming>, hyper::Error>, Elapsed>,
+) -> Result<http::Response<hyper::body::Incoming>, HttpError> {
+    answered
+        .map_err(|_| HttpError::ConnectionReadTimeout)?
+        .map_err(HttpError::from)
 }
 
 /// An answer's body that fails when no frame comes for `gap` (the guest's
