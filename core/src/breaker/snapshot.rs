@@ -17,7 +17,7 @@ use crate::transition::{Reason, Transition};
 
 impl Breaker {
     /// Writes the state as of `now` into `out`; returns the bytes written. A buffer of
-    /// [`MAX_EXPORT_LEN`] bytes always suffices.
+    /// [`MAX_EXPORT_LEN`](crate::MAX_EXPORT_LEN) bytes always suffices.
     ///
     /// ```
     /// use tripgate_core::{Breaker, Config, Outcome, State, MAX_EXPORT_LEN, SECOND};
