@@ -11,8 +11,11 @@
 //! 3. wac-graph plugs the tripgate component's `tripgate:breaker/circuit-breaker` export
 //!    into the guard's import (what `wac plug` does) and encodes one component, validated.
 //!
-//! `OUT_DIR` then holds `guard.wasm` and `guard-draft.wasm` (composed) and `bare.wasm`;
-//! the library embeds them.
+//! 4. Each of the three is measured: the linear memories and tables one instance of it
+//!    takes from wasmtime's pooling allocator (`footprint`).
+//!
+//! `OUT_DIR` then holds `guard.wasm` and `guard-draft.wasm` (composed) and `bare.wasm`,
+//! and `footprint.rs` with their measures; the library embeds them.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -108,9 +111,197 @@ fn run() -> Result<(), String> {
         std::fs::write(out.join(name), bytes)
             .map_err(|e| format!("writing {}: {e}", out.join(name).display()))
     };
-    write("guard.wasm", &composed(&guard)?)?;
-    write("guard-draft.wasm", &composed(&draft)?)?;
-    write("bare.wasm", &read(&bare)?)
+    let mut measured = String::new();
+    for (name, bytes) in [
+        ("guard", composed(&guard)?),
+        ("guard-draft", composed(&draft)?),
+        ("bare", read(&bare)?),
+    ] {
+        let counts = footprint(&bytes).map_err(|e| format!("measuring {name}: {e}"))?;
+        measured.push_str(&format!(
+            "/// One instance of `{name}.wasm`.\npub const {}_FOOTPRINT: Footprint = Footprint {{ memories: {}, tables: {} }};\n",
+            name.replace('-', "_").to_uppercase(),
+            counts.memories,
+            counts.tables
+        ));
+        write(&format!("{name}.wasm"), &bytes)?;
+    }
+    write("footprint.rs", measured.as_bytes())
+}
+
+/// The slots one instance of a component takes from a pooling allocator.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    memories: u32,
+    tables: u32,
+}
+
+impl Counts {
+    fn add(&mut self, other: Counts) {
+        self.memories += other.memories;
+        self.tables += other.tables;
+    }
+}
+
+/// A module or component being read; `None` in an index space: one that came by import or
+/// alias, which cannot be measured here.
+enum Frame {
+    Module(Counts),
+    Component {
+        modules: Vec<Option<Counts>>,
+        components: Vec<Option<Counts>>,
+        total: Counts,
+    },
+}
+
+/// Counts the memories and tables instantiating the component `bytes` makes, as
+/// wasmtime's pooling allocator counts them (`validate_component`): each module
+/// instantiation's defined memories and tables, through nested components. (The
+/// allocator also counts core instances, wasmtime's own adapter modules among them; those
+/// are a count, not slots, and the server does not bound them separately.)
+fn footprint(bytes: &[u8]) -> Result<Counts, Box<dyn std::error::Error>> {
+    use wasmparser::{Encoding, Parser, Payload};
+    let mut stack: Vec<Frame> = Vec::new();
+    for payload in Parser::new(0).parse_all(bytes) {
+        match payload? {
+            Payload::Version { encoding, .. } => stack.push(match encoding {
+                Encoding::Module => Frame::Module(Counts::default()),
+                Encoding::Component => Frame::Component {
+                    modules: Vec::new(),
+                    components: Vec::new(),
+                    total: Counts::default(),
+                },
+            }),
+            Payload::End(_) => {
+                let done = stack.pop().ok_or("an end without a start")?;
+                match (done, stack.last_mut()) {
+                    (Frame::Component { total, .. }, None) => return Ok(total),
+                    (Frame::Module(counts), Some(Frame::Component { modules, .. })) => {
+                        modules.push(Some(counts))
+                    }
+                    (Frame::Component { total, .. }, Some(Frame::Component { components, .. })) => {
+                        components.push(Some(total))
+                    }
+                    _ => return Err("not a component".into()),
+                }
+            }
+            payload => measure(stack.last_mut().ok_or("no component")?, payload)?,
+        }
+    }
+    Err("the component does not end".into())
+}
+
+/// One section's part of `frame`'s measure.
+fn measure(
+    frame: &mut Frame,
+    payload: wasmparser::Payload<'_>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use wasmparser::{ComponentInstance, Instance, Payload};
+    match frame {
+        Frame::Module(counts) => match payload {
+            Payload::MemorySection(memories) => counts.memories += memories.count(),
+            Payload::TableSection(tables) => counts.tables += tables.count(),
+            _ => {}
+        },
+        Frame::Component {
+            modules,
+            components,
+            total,
+        } => match payload {
+            Payload::InstanceSection(instances) => {
+                for instance in instances {
+                    if let Instance::Instantiate { module_index, .. } = instance? {
+                        total.add(instantiated(modules, module_index)?);
+                    }
+                }
+            }
+            Payload::ComponentInstanceSection(instances) => {
+                for instance in instances {
+                    if let ComponentInstance::Instantiate {
+                        component_index, ..
+                    } = instance?
+                    {
+                        total.add(instantiated(components, component_index)?);
+                    }
+                }
+            }
+            Payload::ComponentAliasSection(aliases) => {
+                for alias in aliases {
+                    unmeasured(modules, components, aliased(&alias?));
+                }
+            }
+            Payload::ComponentImportSection(imports) => {
+                for import in imports {
+                    unmeasured(modules, components, imported(&import?.ty));
+                }
+            }
+            _ => {}
+        },
+    }
+    Ok(())
+}
+
+/// What the entry `index` of an index space takes when instantiated.
+fn instantiated(space: &[Option<Counts>], index: u32) -> Result<Counts, String> {
+    usize::try_from(index)
+        .ok()
+        .and_then(|index| space.get(index).copied().flatten())
+        .ok_or_else(|| {
+            format!(
+                "it instantiates entry {index}, imported or aliased, which cannot be measured here"
+            )
+        })
+}
+
+/// Which index space an alias or an import adds an entry to, if a measured one.
+enum Space {
+    Modules,
+    Components,
+}
+
+/// Adds an entry that cannot be measured to `space`.
+fn unmeasured(
+    modules: &mut Vec<Option<Counts>>,
+    components: &mut Vec<Option<Counts>>,
+    space: Option<Space>,
+) {
+    match space {
+        Some(Space::Modules) => modules.push(None),
+        Some(Space::Components) => components.push(None),
+        None => {}
+    }
+}
+
+fn aliased(alias: &wasmparser::ComponentAlias<'_>) -> Option<Space> {
+    use wasmparser::{
+        ComponentAlias, ComponentExternalKind as Kind, ComponentOuterAliasKind as Outer,
+    };
+    match alias {
+        ComponentAlias::Outer {
+            kind: Outer::CoreModule,
+            ..
+        }
+        | ComponentAlias::InstanceExport {
+            kind: Kind::Module, ..
+        } => Some(Space::Modules),
+        ComponentAlias::Outer {
+            kind: Outer::Component,
+            ..
+        }
+        | ComponentAlias::InstanceExport {
+            kind: Kind::Component,
+            ..
+        } => Some(Space::Components),
+        _ => None,
+    }
+}
+
+fn imported(ty: &wasmparser::ComponentTypeRef) -> Option<Space> {
+    match ty {
+        wasmparser::ComponentTypeRef::Module(_) => Some(Space::Modules),
+        wasmparser::ComponentTypeRef::Component(_) => Some(Space::Components),
+        _ => None,
+    }
 }
 
 /// `wac plug`: the tripgate component's exports into the guard's matching imports.

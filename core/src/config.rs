@@ -15,8 +15,9 @@ use crate::words::Words;
 /// Most members a fleet quorum can count (and the largest `fleet-quorum`).
 pub const MAX_QUORUM: u8 = 16;
 
-/// How many cooldowns a fleet event may open a breaker for when its backoff grows without
-/// a `max-cooldown` (six doublings): see [`Config::longest_opening`].
+/// How many cooldowns a backoff without a `max-cooldown` grows to (six doublings): the
+/// longest a breaker's own opening, a fleet event or an imported state may make it (see
+/// [`Config::longest_opening`]).
 pub const UNCAPPED_BACKOFF_BOUND: u64 = 64;
 
 /// Most buckets a time window may have.
@@ -65,7 +66,7 @@ pub struct Config {
     pub cooldown: Nanos,
     /// Each re-open straight from half-open multiplies the cooldown by this (≥ 1).
     pub backoff_factor: f64,
-    /// Cap on the backed-off cooldown (no cap when `None`).
+    /// Cap on the backed-off cooldown (when `None`, [`UNCAPPED_BACKOFF_BOUND`] cooldowns).
     pub max_cooldown: Option<Nanos>,
     /// Adds up to this percentage (0–100) of the cooldown, drawn from `jitter_seed`, so a
     /// fleet's probes spread out. Jitter only lengthens: the cooldown is a floor.
@@ -122,25 +123,37 @@ impl Default for Config {
 }
 
 impl Config {
-    /// The longest opening a fleet event may ask of this breaker (a stored or replayed
-    /// event cannot hold a member open past it): the backed-off cooldown at its cap,
+    /// The longest opening a fleet event or an imported state may ask of this breaker (a
+    /// stored or replayed event, or stored bytes, cannot hold it open past it, or past
+    /// one `probe-timeout` for probes still out): the backed-off cooldown at its cap,
     /// lengthened by the most its jitter adds. Without `max-cooldown`, a backoff that
-    /// grows is taken to stop at [`UNCAPPED_BACKOFF_BOUND`] times the cooldown, so that
-    /// nothing in the store can open a member for longer; set `max-cooldown` to bound it
-    /// tighter.
+    /// grows stops at [`UNCAPPED_BACKOFF_BOUND`] times the cooldown, so that nothing in
+    /// the store can open a member for longer; set `max-cooldown` to bound it tighter.
     pub fn longest_opening(&self) -> Nanos {
-        let base = match self.max_cooldown {
+        self.most_jittered(self.longest_cooldown())
+    }
+
+    /// The longest opening a cooldown of `cooldown` gives: lengthened by the most this
+    /// configuration's jitter adds.
+    pub(crate) fn most_jittered(&self, cooldown: Nanos) -> Nanos {
+        let percent = u64::from(self.jitter_percent);
+        let jitter = (cooldown / 100)
+            .saturating_mul(percent)
+            .saturating_add((cooldown % 100).saturating_mul(percent) / 100);
+        cooldown.saturating_add(jitter)
+    }
+
+    /// The longest cooldown this configuration backs off to, before jitter: `max-cooldown`
+    /// when set; without it, [`UNCAPPED_BACKOFF_BOUND`] cooldowns when the backoff grows,
+    /// else the cooldown itself.
+    pub(crate) fn longest_cooldown(&self) -> Nanos {
+        match self.max_cooldown {
             Some(max) => max.max(self.cooldown),
             None if self.backoff_factor > 1.0 => {
                 self.cooldown.saturating_mul(UNCAPPED_BACKOFF_BOUND)
             }
             None => self.cooldown,
-        };
-        let percent = u64::from(self.jitter_percent);
-        let jitter = (base / 100)
-            .saturating_mul(percent)
-            .saturating_add((base % 100).saturating_mul(percent) / 100);
-        base.saturating_add(jitter)
+        }
     }
 
     /// Checks every rule; the error names the first field that breaks one.

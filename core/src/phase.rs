@@ -181,8 +181,12 @@ fn backoff(cooldown: Nanos, config: &Config) -> Nanos {
         clippy::cast_precision_loss
     )]
     let grown = (cooldown as f64 * config.backoff_factor) as u64;
-    let grown = grown.max(cooldown);
-    config.max_cooldown.map_or(grown, |max| grown.min(max))
+    // At most the longest cooldown the configuration allows (`max-cooldown`, else
+    // `UNCAPPED_BACKOFF_BOUND` cooldowns): the bound an imported state or a fleet event is
+    // held to, so the breaker's own openings never exceed it either.
+    grown
+        .max(cooldown)
+        .min(config.longest_cooldown().max(cooldown))
 }
 
 /// SplitMix64 (Steele, Lea, Flood 2014): one multiply-xorshift step per draw.

@@ -5,7 +5,8 @@
 //! share no origin. Import takes the time that passed since export and rebuilds the
 //! instants on the new clock; with the same `now` and no time passed the round trip is
 //! exact. Garbage, truncated bytes, or bytes from a breaker with a different window shape
-//! are an error, and the breaker is left as it was.
+//! are an error, and the breaker is left as it was. What an import takes is bounded by the
+//! importer's configuration: no opening longer than it allows (`bound_by_config`).
 //!
 //! Outstanding permits belong to the dead instance and are not carried. A breaker
 //! exported half-open with probes out comes back open until the newest of those probes

@@ -109,6 +109,28 @@ fn open_jitter_is_seeded_and_only_lengthens() {
     assert!(distinct.len() > 40, "spreads out");
 }
 
+#[test]
+fn open_backoff_without_a_cap_stops_at_64_cooldowns() {
+    // Factor 2, no max-cooldown: 1, 2, 4, … 64 s, and there it stays (the longest cooldown
+    // an imported state or a fleet event may claim, too).
+    let mut b = breaker(Config {
+        cooldown: S,
+        backoff_factor: 2.0,
+        probe_timeout: S,
+        ..Config::default()
+    });
+    tripped(&mut b, 0);
+    let mut now = 0;
+    let mut openings = Vec::new();
+    for _ in 0..9 {
+        now += b.metrics(now).cooldown_remaining;
+        let probe = admit(&mut b, now);
+        b.record(probe, status(503), now);
+        openings.push(b.metrics(now).cooldown_remaining / S);
+    }
+    assert_eq!(openings, [2, 4, 8, 16, 32, 64, 64, 64, 64]);
+}
+
 // ---- Config ----
 
 #[test]
@@ -376,18 +398,71 @@ fn snapshot_garbage_or_truncated_bytes_change_nothing() {
     assert_eq!(b, before);
 }
 
-/// Exported bytes with the epoch replaced and the checksum made right again: what someone
-/// who can write the stored state could craft.
-fn with_epoch(bytes: &[u8], epoch: u64) -> Vec<u8> {
-    // "TGB", version, window shape (11 bytes), state: then the epoch.
+/// Where the phase's fields start in exported bytes: after "TGB", the version, the window
+/// shape (11 bytes) and the state.
+const EPOCH_AT: usize = 16;
+const OPEN_FOR_AT: usize = 32;
+const COOLDOWN_AT: usize = 40;
+
+/// Exported bytes with the `u64` at `at` replaced and the checksum made right again: what
+/// someone who can write the stored state could craft.
+fn crafted(bytes: &[u8], at: usize, value: u64) -> Vec<u8> {
     let mut crafted = bytes.to_vec();
-    crafted[16..24].copy_from_slice(&epoch.to_le_bytes());
+    crafted[at..at + 8].copy_from_slice(&value.to_le_bytes());
     let body = crafted.len() - 4;
     let checksum = crafted[..body].iter().fold(0x811c_9dc5u32, |hash, &b| {
         (hash ^ u32::from(b)).wrapping_mul(0x0100_0193)
     });
     crafted[body..].copy_from_slice(&checksum.to_le_bytes());
     crafted
+}
+
+fn with_epoch(bytes: &[u8], epoch: u64) -> Vec<u8> {
+    crafted(bytes, EPOCH_AT, epoch)
+}
+
+#[test]
+fn snapshot_cannot_hold_a_breaker_open_past_the_importers_config() {
+    let mut tripped_at_zero = breaker(Config::default());
+    tripped(&mut tripped_at_zero, 0);
+    let bytes = export(&tripped_at_zero, 0);
+    // Sealed bytes that claim an opening of 2^64 - 1 ns, and a backed-off cooldown as long.
+    let forever = crafted(
+        &crafted(&bytes, OPEN_FOR_AT, u64::MAX),
+        COOLDOWN_AT,
+        u64::MAX,
+    );
+    let config = Config {
+        cooldown: S,
+        probe_timeout: 500 * MS,
+        ..Config::default()
+    };
+    let mut importer = breaker(config);
+    importer.import(&forever, 0, 0).unwrap();
+    assert_eq!(importer.state(0), State::Open);
+    assert_eq!(
+        importer.metrics(0).cooldown_remaining,
+        S,
+        "the importer's cooldown"
+    );
+    assert_eq!(importer.state(S), State::HalfOpen);
+    // A failed probe opens for the importer's cooldown, not the claimed one.
+    let probe = admit(&mut importer, S);
+    importer.record(probe, status(503), S);
+    assert_eq!(importer.metrics(S).cooldown_remaining, S);
+
+    // With backoff capped at 4 s and 20 % jitter, the bound is the longest opening the
+    // configuration can make: 4.8 s.
+    let capped = Config {
+        backoff_factor: 2.0,
+        max_cooldown: Some(4 * S),
+        jitter_percent: 20,
+        ..config
+    };
+    let mut importer = breaker(capped);
+    importer.import(&forever, 0, 0).unwrap();
+    assert_eq!(importer.metrics(0).cooldown_remaining, 4_800 * MS);
+    assert_eq!(capped.longest_opening(), 4_800 * MS);
 }
 
 #[test]

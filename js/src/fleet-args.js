@@ -4,10 +4,21 @@
 
 import { rangeError, typeError } from './errors.js';
 
-const object = (name, value) => {
+/**
+ * `value`'s fields `keys`, read once: a value that is no object, or whose reads throw (a
+ * revoked Proxy, a getter or trap that throws), is the argument's TypeError, the thrown
+ * value its `cause`.
+ */
+function fields(name, value, keys) {
   if (typeof value !== 'object' || value === null) throw typeError(name, `${name} must be an object`, value);
-  return value;
-};
+  try {
+    return Object.fromEntries(keys.map((key) => [key, value[key]]));
+  } catch (cause) {
+    const error = typeError(name, `${name} must be an object whose fields can be read`, value);
+    error.cause = cause;
+    throw error;
+  }
+}
 
 /** A whole number of ms >= 0 or a finite fraction of one. */
 function durationMs(name, value) {
@@ -18,8 +29,7 @@ function durationMs(name, value) {
 
 /** `{ generation, kind, remainingMs }` to the wasm arguments (kind as its core code). */
 export function fleetEvent(event, kinds) {
-  object('event', event);
-  const { generation, kind } = event;
+  const { generation, kind, remainingMs: remaining } = fields('event', event, ['generation', 'kind', 'remainingMs']);
   if (typeof generation !== 'number' && typeof generation !== 'bigint') {
     throw typeError('generation', 'generation must be a number', generation);
   }
@@ -29,7 +39,7 @@ export function fleetEvent(event, kinds) {
   }
   const code = kinds.indexOf(kind);
   if (code < 0) throw rangeError('kind', `kind must be one of ${kinds.join(', ')}`, kind);
-  const remainingMs = event.remainingMs === undefined ? 0 : durationMs('remainingMs', event.remainingMs);
+  const remainingMs = remaining === undefined ? 0 : durationMs('remainingMs', remaining);
   return { generation: gen, kind: code, remainingMs };
 }
 
@@ -49,24 +59,35 @@ export function memberId(value, name = 'member') {
 
 /** `[{ member, ageMs }]` to the two arrays the wasm side reads. */
 export function checkVotes(votes) {
-  if (typeof votes !== 'object' || votes === null || typeof votes[Symbol.iterator] !== 'function') {
-    throw typeError('votes', 'votes must be an array of { member, ageMs }', votes);
-  }
-  const list = [...votes];
+  const list = voteList(votes);
   const members = new BigUint64Array(list.length);
   const ages = new Float64Array(list.length);
   list.forEach((vote, i) => {
-    object(`votes[${i}]`, vote);
-    members[i] = memberId(vote.member, `votes[${i}].member`);
-    ages[i] = durationMs(`votes[${i}].ageMs`, vote.ageMs);
+    const { member, ageMs } = fields(`votes[${i}]`, vote, ['member', 'ageMs']);
+    members[i] = memberId(member, `votes[${i}].member`);
+    ages[i] = durationMs(`votes[${i}].ageMs`, ageMs);
   });
   return { members, ages };
 }
 
+/** `votes` as an array: an iterable that can be read to its end. */
+function voteList(votes) {
+  const message = 'votes must be an array of { member, ageMs }';
+  if (typeof votes !== 'object' || votes === null) throw typeError('votes', message, votes);
+  try {
+    if (typeof votes[Symbol.iterator] !== 'function') throw typeError('votes', message, votes);
+    return [...votes];
+  } catch (cause) {
+    if (cause?.option === 'votes') throw cause;
+    const error = typeError('votes', message, votes);
+    error.cause = cause;
+    throw error;
+  }
+}
+
 /** `{ reachable, leaseMs }` to the wasm arguments (`NaN`: no lease). */
 export function fleetStore(store) {
-  object('store', store);
-  const { reachable, leaseMs } = store;
+  const { reachable, leaseMs } = fields('store', store, ['reachable', 'leaseMs']);
   if (typeof reachable !== 'boolean') throw typeError('reachable', 'reachable must be a boolean', reachable);
   if (leaseMs === undefined || leaseMs === null) return { reachable, leaseMs: NaN };
   return { reachable, leaseMs: durationMs('leaseMs', leaseMs) };

@@ -276,3 +276,22 @@ describe('every other entry point throws its own error for a hostile value', () 
     }
   });
 });
+
+test('the fleet methods refuse hostile arguments with the package\'s TypeError, the thrown value its cause', () => {
+  const breaker = new CircuitBreaker({ fleetQuorum: 1 });
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  const throwing = new Proxy({}, { get() { throw new Error('trap'); } });
+  const calls = {
+    fleetApply: (v) => breaker.fleetApply(v),
+    fleetStore: (v) => breaker.fleetStore(v),
+    fleetVotes: (v) => breaker.fleetVotes(v),
+    'a vote': (v) => breaker.fleetVotes([v]),
+  };
+  for (const [name, call] of Object.entries(calls)) {
+    for (const hostile of [proxy, throwing]) {
+      assert.throws(() => call(hostile), (error) => error instanceof TypeError && error.code === 'ERR_INVALID_ARG_TYPE' &&
+        error.cause !== undefined, name);
+    }
+  }
+});

@@ -120,7 +120,8 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
         else if (step.damage === 'flip') damaged[bytes.length >> 1] = ~damaged[bytes.length >> 1] & 0xff;
         else if (step.damage !== undefined) assert.fail(`${where}: unknown damage ${step.damage}`);
         if (step.fresh) {
-          breaker = subject.create(options, at);
+          // The importer's own configuration, when the step gives one.
+          breaker = subject.create(step.config ? optionsOf(step.config) : options, at);
           permits.clear();
         }
         let error = null;

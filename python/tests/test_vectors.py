@@ -156,7 +156,9 @@ def run(vector):
             elif damage is not None:
                 pytest.fail(f"{where}: unknown damage {damage}")
             if step.get("fresh"):
-                subject = Subject(options, step["at"])
+                # The importer's own configuration, when the step gives one.
+                own = options_of(step["config"]) if "config" in step else options
+                subject = Subject(own, step["at"])
                 b = subject.breaker
                 permits.clear()
             subject.at(step)

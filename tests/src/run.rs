@@ -270,7 +270,12 @@ fn run_step<S: Subject>(
                 "elapsed-ms",
             )?;
             if step["fresh"].as_bool().unwrap_or(false) {
-                *subject = S::create(config, at).map_err(|(f, m)| anyhow!("{f}: {m}"))?;
+                // The importer's own configuration, when the step gives one.
+                let own = match step.get("config").and_then(Value::as_object) {
+                    Some(json) => VectorConfig::parse(json)?,
+                    None => config.clone(),
+                };
+                *subject = S::create(&own, at).map_err(|(f, m)| anyhow!("{f}: {m}"))?;
                 permits.clear();
             }
             let result = subject.import(&bytes, elapsed, at);

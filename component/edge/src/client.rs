@@ -44,27 +44,40 @@ impl Client {
 
     /// `GET path`, reconnecting once if the kept-alive connection was closed.
     pub fn get(&mut self, path: &str) -> Result<Answer> {
-        match self.try_get(path) {
+        self.send(&Request::get(path))
+    }
+
+    /// `POST path` with `body` (and its `content-length`).
+    pub fn post(&mut self, path: &str, body: &[u8]) -> Result<Answer> {
+        self.send(&Request {
+            method: "POST",
+            path,
+            body,
+        })
+    }
+
+    fn send(&mut self, request: &Request<'_>) -> Result<Answer> {
+        match self.try_send(request) {
             Ok(answer) => Ok(answer),
-            Err(_) if self.stream.is_none() => self.try_get(path),
+            Err(_) if self.stream.is_none() => self.try_send(request),
             Err(error) => Err(error),
         }
     }
 
-    fn try_get(&mut self, path: &str) -> Result<Answer> {
+    fn try_send(&mut self, request: &Request<'_>) -> Result<Answer> {
         let reused = self.stream.is_some();
-        let result = self.exchange(path);
+        let result = self.exchange(request);
         if result.is_err() {
             self.stream = None;
             if reused {
-                // The server may have closed an idle connection: say so to `get`.
-                return self.exchange(path).inspect_err(|_| self.stream = None);
+                // The server may have closed an idle connection: say so to `send`.
+                return self.exchange(request).inspect_err(|_| self.stream = None);
             }
         }
         result
     }
 
-    fn exchange(&mut self, path: &str) -> Result<Answer> {
+    fn exchange(&mut self, request: &Request<'_>) -> Result<Answer> {
         if self.stream.is_none() {
             let stream = TcpStream::connect(self.addr)
                 .with_context(|| format!("connecting to {}", self.addr))?;
@@ -76,66 +89,103 @@ impl Client {
             .stream
             .as_mut()
             .ok_or_else(|| anyhow!("no connection"))?;
+        let Request { method, path, body } = *request;
+        let length = if method == "GET" {
+            String::new()
+        } else {
+            format!("content-length: {}\r\n", body.len())
+        };
         write!(
             reader.get_mut(),
-            "GET {path} HTTP/1.1\r\nhost: {}\r\n\r\n",
+            "{method} {path} HTTP/1.1\r\nhost: {}\r\n{length}\r\n",
             self.addr
         )?;
-        reader.get_mut().flush()?;
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            bail!("the connection closed before an answer");
+        // A server that answers before reading the body may close while it is sent: the
+        // answer is read all the same, and the connection is not used again.
+        let sent = reader.get_mut().write_all(body).is_ok();
+        let _ = reader.get_mut().flush();
+        let answer = read_answer(reader)?;
+        if !sent
+            || answer
+                .header("connection")
+                .is_some_and(|v| v.eq_ignore_ascii_case("close"))
+        {
+            self.stream = None;
         }
-        let status = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|code| code.parse::<u16>().ok())
-            .ok_or_else(|| anyhow!("not an HTTP status line: {line:?}"))?;
-        let mut headers = Vec::new();
+        Ok(answer)
+    }
+}
+
+/// One request: its method, path and body.
+#[derive(Clone, Copy)]
+struct Request<'a> {
+    method: &'a str,
+    path: &'a str,
+    body: &'a [u8],
+}
+
+impl<'a> Request<'a> {
+    fn get(path: &'a str) -> Self {
+        Request {
+            method: "GET",
+            path,
+            body: &[],
+        }
+    }
+}
+
+/// Reads one answer from `reader`: the status line, the headers and the body.
+pub fn read_answer(reader: &mut BufReader<TcpStream>) -> Result<Answer> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        bail!("the connection closed before an answer");
+    }
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse::<u16>().ok())
+        .ok_or_else(|| anyhow!("not an HTTP status line: {line:?}"))?;
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line)?;
+        let text = line.trim_end();
+        if text.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = text.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value): &(String, String)| value.clone())
+    };
+    let mut body = Vec::new();
+    if find("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
         loop {
             line.clear();
             reader.read_line(&mut line)?;
-            let text = line.trim_end();
-            if text.is_empty() {
+            let size = usize::from_str_radix(line.trim(), 16)
+                .map_err(|_| anyhow!("bad chunk size {line:?}"))?;
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk)?;
+            if size == 0 {
                 break;
             }
-            if let Some((name, value)) = text.split_once(':') {
-                headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-            }
+            chunk.truncate(size);
+            body.extend_from_slice(&chunk);
         }
-        let find = |name: &str| {
-            headers
-                .iter()
-                .find(|(key, _)| key == name)
-                .map(|(_, value): &(String, String)| value.clone())
-        };
-        let mut body = Vec::new();
-        if find("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
-            loop {
-                line.clear();
-                reader.read_line(&mut line)?;
-                let size = usize::from_str_radix(line.trim(), 16)
-                    .map_err(|_| anyhow!("bad chunk size {line:?}"))?;
-                let mut chunk = vec![0; size + 2];
-                reader.read_exact(&mut chunk)?;
-                if size == 0 {
-                    break;
-                }
-                chunk.truncate(size);
-                body.extend_from_slice(&chunk);
-            }
-        } else if let Some(length) = find("content-length") {
-            let length: usize = length.parse().map_err(|_| anyhow!("bad content-length"))?;
-            body.resize(length, 0);
-            reader.read_exact(&mut body)?;
-        }
-        if find("connection").is_some_and(|v| v.eq_ignore_ascii_case("close")) {
-            self.stream = None;
-        }
-        Ok(Answer {
-            status,
-            headers,
-            body,
-        })
+    } else if let Some(length) = find("content-length") {
+        let length: usize = length.parse().map_err(|_| anyhow!("bad content-length"))?;
+        body.resize(length, 0);
+        reader.read_exact(&mut body)?;
     }
+    Ok(Answer {
+        status,
+        headers,
+        body,
+    })
 }

@@ -22,6 +22,8 @@ pub struct FakeClock {
     /// Added to the wall clock only (ns): a wall clock that was stepped.
     wall_step: Arc<AtomicI64>,
     instances: Arc<AtomicU64>,
+    /// Added to this clone's wall clock only (ns): another host's clock, skewed.
+    skew: i64,
 }
 
 impl FakeClock {
@@ -42,6 +44,16 @@ impl FakeClock {
         self.wall_step.fetch_sub(ns, Ordering::SeqCst);
     }
 
+    /// The same time on a host whose wall clock reads `by` later than this one's, as two
+    /// hosts' clocks disagree: it moves with this clock.
+    pub fn ahead(&self, by: Duration) -> FakeClock {
+        let by = i64::try_from(by.as_nanos()).unwrap_or(i64::MAX);
+        FakeClock {
+            skew: self.skew.saturating_add(by),
+            ..self.clone()
+        }
+    }
+
     /// Scripted time since the clock was made.
     pub fn elapsed(&self) -> Duration {
         Duration::from_nanos(self.elapsed.load(Ordering::SeqCst))
@@ -52,6 +64,7 @@ impl FakeClock {
         Wall {
             elapsed: self.elapsed.clone(),
             step: self.wall_step.clone(),
+            skew: self.skew,
         }
     }
 
@@ -70,6 +83,7 @@ impl FakeClock {
 struct Wall {
     elapsed: Arc<AtomicU64>,
     step: Arc<AtomicI64>,
+    skew: i64,
 }
 
 impl HostWallClock for Wall {
@@ -79,7 +93,8 @@ impl HostWallClock for Wall {
 
     fn now(&self) -> Duration {
         let now = WALL_START.saturating_add(self.elapsed.load(Ordering::SeqCst));
-        Duration::from_nanos(now.saturating_add_signed(self.step.load(Ordering::SeqCst)))
+        let step = self.step.load(Ordering::SeqCst).saturating_add(self.skew);
+        Duration::from_nanos(now.saturating_add_signed(step))
     }
 }
 

@@ -11,6 +11,7 @@ pub mod client;
 pub mod clock;
 pub mod kv;
 pub mod kv_draft;
+mod outbound;
 pub mod server;
 pub mod spin;
 
@@ -29,3 +30,16 @@ pub const GUARD_DRAFT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guard-d
 
 /// The handler without the breaker and the store (the guard's `bare` feature).
 pub const BARE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bare.wasm"));
+
+/// The slots one instance of a component takes from wasmtime's pooling allocator: linear
+/// memories and tables, counted by build.rs from the component's bytes as the allocator
+/// counts them (each module instantiation's own memories and tables). The server sizes its
+/// pool from these, and checks them against wasmtime's own count when it compiles the
+/// component ([`server::Runtime::new`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    pub memories: u32,
+    pub tables: u32,
+}
+
+include!(concat!(env!("OUT_DIR"), "/footprint.rs"));

@@ -1,23 +1,22 @@
 //! Serves `wasi:http` on a TCP address through a component, as `wasmtime serve` does: a
 //! fresh store and instance for every request, dropped when the request ends. Besides
-//! WASI 0.2 (`wasmtime-wasi`) and `wasi:http` (`wasmtime-wasi-http`, whose default
-//! `send_request` makes the guest's outgoing calls), the instances get the shared
-//! key-value store of [`crate::kv`].
+//! WASI 0.2 (`wasmtime-wasi`) and `wasi:http` (`wasmtime-wasi-http`; the guest's
+//! outgoing calls go through `crate::outbound`), the instances get the shared key-value
+//! store of [`crate::kv`].
 
 use std::convert::Infallible;
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::oneshot;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{
@@ -27,14 +26,13 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
-use wasmtime_wasi_http::{
-    Error as HttpError, RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks,
-    WasiHttpView,
-};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::clock::FakeClock;
 use crate::kv::{KeyValue, KvView};
 use crate::kv_draft::{self, DraftStore};
+use crate::outbound::Outbound;
+use crate::Footprint;
 use wasmtime_wasi_keyvalue::{WasiKeyValue, WasiKeyValueCtx, WasiKeyValueCtxBuilder};
 
 /// The engine and the three components, compiled once and shared by servers.
@@ -72,15 +70,29 @@ impl Runtime {
         let engine = Engine::new(&config)
             .map_err(anyhow::Error::from)
             .context("configuring wasmtime")?;
-        let compile = |bytes: &[u8], what: &str| {
-            Component::new(&engine, bytes)
+        let compile = |bytes: &[u8], footprint: Footprint, what: &str| {
+            let component = Component::new(&engine, bytes)
                 .map_err(anyhow::Error::from)
-                .with_context(|| format!("compiling {what}"))
+                .with_context(|| format!("compiling {what}"))?;
+            // wasmtime's own count of the slots an instance takes must be what the pool
+            // was sized for.
+            let needs = component.resources_required().map(|r| Footprint {
+                memories: r.num_memories,
+                tables: r.num_tables,
+            });
+            if needs != Some(footprint) {
+                bail!("{what} needs {needs:?} per instance; the pool was sized for {footprint:?}");
+            }
+            Ok::<_, anyhow::Error>(component)
         };
         Ok(Runtime {
-            guard: compile(crate::GUARD, "the guard")?,
-            guard_draft: compile(crate::GUARD_DRAFT, "the guard's draft build")?,
-            bare: compile(crate::BARE, "the bare handler")?,
+            guard: compile(crate::GUARD, crate::GUARD_FOOTPRINT, "the guard")?,
+            guard_draft: compile(
+                crate::GUARD_DRAFT,
+                crate::GUARD_DRAFT_FOOTPRINT,
+                "the guard's draft build",
+            )?,
+            bare: compile(crate::BARE, crate::BARE_FOOTPRINT, "the bare handler")?,
             engine,
         })
     }
@@ -129,13 +141,16 @@ impl Runtime {
 /// `mprotect` or `munmap` call (each of which, in a process whose threads run on several
 /// cores, interrupts the others to flush their TLBs). The composed guard has two linear
 /// memories, the handler's and the breaker's: without this, its second instance paid
-/// those calls on every request.
+/// those calls on every request. The pool's memories and tables are [`MAX_INSTANCES`]
+/// times what the largest component takes (measured, [`largest_footprint`]).
 fn engine_config() -> Config {
+    let most = largest_footprint();
     let mut pool = PoolingAllocationConfig::new();
+    // Core instances are only counted, not slots: the component instances bound them.
     pool.total_component_instances(MAX_INSTANCES)
-        .total_core_instances(MAX_INSTANCES * 8)
-        .total_memories(MAX_INSTANCES * 2)
-        .total_tables(MAX_INSTANCES * 2)
+        .total_core_instances(u32::MAX)
+        .total_memories(MAX_INSTANCES * most.memories)
+        .total_tables(MAX_INSTANCES * most.tables)
         .max_memory_size(MAX_MEMORY)
         .linear_memory_keep_resident(KEEP_RESIDENT)
         .table_keep_resident(KEEP_RESIDENT)
@@ -147,6 +162,28 @@ fn engine_config() -> Config {
         .memory_guard_size(0)
         .memory_reservation(MAX_MEMORY as u64);
     config
+}
+
+/// The most any of the three components takes from the pool, field by field (measured
+/// by build.rs): with the pool's totals [`MAX_INSTANCES`] times these, it holds
+/// [`MAX_INSTANCES`] instances of any of them at once.
+pub fn largest_footprint() -> Footprint {
+    [
+        crate::GUARD_FOOTPRINT,
+        crate::GUARD_DRAFT_FOOTPRINT,
+        crate::BARE_FOOTPRINT,
+    ]
+    .into_iter()
+    .fold(
+        Footprint {
+            memories: 0,
+            tables: 0,
+        },
+        |most, each| Footprint {
+            memories: most.memories.max(each.memories),
+            tables: most.tables.max(each.tables),
+        },
+    )
 }
 
 /// How a [`Runtime`]'s engine keeps instances.
@@ -161,6 +198,8 @@ pub enum EngineKind {
 /// Requests a server's engine serves at once; one more is a 500 that says the pool is
 /// exhausted.
 pub const MAX_INSTANCES: u32 = 256;
+/// How long a client has to send a request's head, unless [`Options`] say otherwise.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most a linear memory can grow to.
 const MAX_MEMORY: usize = 256 << 20;
 /// How much of a memory or table is reset in place rather than decommitted.
@@ -185,6 +224,9 @@ pub struct Options {
     pub allowed_outbound: Option<Arc<Vec<String>>>,
     /// For [`Handler::GuardDraft`]: the draft store, shared (over `kv`) or per request.
     pub draft_store: DraftStore,
+    /// How long a client has to send a request's head; then its connection is closed.
+    /// (A request's body is the handler's to bound: the guard's `TRIPGATE_BODY_TIMEOUT_MS`.)
+    pub header_timeout: Duration,
 }
 
 impl Options {
@@ -201,6 +243,7 @@ impl Options {
             clock: None,
             allowed_outbound: None,
             draft_store: DraftStore::Shared,
+            header_timeout: HEADER_TIMEOUT,
         }
     }
 }
@@ -244,43 +287,6 @@ struct Instance {
     /// The per-request draft store (`DraftStore::PerRequest`).
     kv_per_request: WasiKeyValueCtx,
     outbound: Outbound,
-}
-
-/// The guest's outgoing calls: wasmtime-wasi-http's own client, behind an allow-list.
-struct Outbound {
-    allowed: Option<Arc<Vec<String>>>,
-}
-
-impl WasiHttpHooks for Outbound {
-    fn send_request(
-        &mut self,
-        request: http::Request<WasiBody>,
-        options: Option<RequestOptions>,
-        fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
-    ) -> Box<
-        dyn Future<
-                Output = Result<
-                    (
-                        http::Response<WasiBody>,
-                        Box<dyn Future<Output = Result<(), HttpError>> + Send>,
-                    ),
-                    HttpError,
-                >,
-            > + Send,
-    > {
-        let uri = request.uri();
-        let origin = format!(
-            "{}://{}",
-            uri.scheme_str().unwrap_or("http"),
-            uri.authority().map_or("", |a| a.as_str())
-        );
-        if let Some(allowed) = &self.allowed {
-            if !allowed.contains(&origin) {
-                return Box::new(async { Err(HttpError::HttpRequestDenied) });
-            }
-        }
-        wasmtime_wasi_http::default_hooks().send_request(request, options, fut)
-    }
 }
 
 impl WasiView for Instance {
@@ -408,12 +414,15 @@ async fn accept(listener: tokio::net::TcpListener, serving: Arc<Serving>) {
         let _ = stream.set_nodelay(true);
         let serving = serving.clone();
         tokio::spawn(async move {
+            let header_timeout = serving.options.header_timeout;
             let service = service_fn(move |request| {
                 let serving = serving.clone();
                 async move { Ok::<_, Infallible>(serving.handle(request).await) }
             });
             let _ = http1::Builder::new()
                 .keep_alive(true)
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout)
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
@@ -425,16 +434,18 @@ impl Serving {
         self: Arc<Self>,
         request: hyper::Request<hyper::body::Incoming>,
     ) -> hyper::Response<HyperOutgoingBody> {
+        if let Some(problem) = unaddressed(&request) {
+            // The client's mistake: no instance is made, and it is no failure of ours.
+            return plain(hyper::StatusCode::BAD_REQUEST, problem);
+        }
         match self.clone().run(request).await {
             Ok(response) => response,
             Err(error) => {
                 self.stats.failures.fetch_add(1, Ordering::Relaxed);
-                let body = Full::new(Bytes::from(format!("tripgate-edge: {error:#}\n")))
-                    .map_err(|never| match never {})
-                    .boxed_unsync();
-                let mut response = hyper::Response::new(body);
-                *response.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
-                response
+                plain(
+                    hyper::StatusCode::INTERNAL_SERVER_ERROR,
+                    &format!("{error:#}"),
+                )
             }
         }
     }
@@ -496,6 +507,29 @@ impl Serving {
             },
         }
     }
+}
+
+/// Why `request` names no host a `wasi:http` request can carry, if it does not: the
+/// authority comes from the target's or else the `Host` header, which must be ASCII.
+fn unaddressed<B>(request: &hyper::Request<B>) -> Option<&'static str> {
+    if request.uri().authority().is_some() {
+        return None;
+    }
+    match request.headers().get(http::header::HOST) {
+        None => Some("the request has no Host header (and no authority in its target)"),
+        Some(host) if host.to_str().is_err() => Some("the request's Host header is not ASCII"),
+        Some(_) => None,
+    }
+}
+
+/// A plain-text answer from the server itself.
+fn plain(status: hyper::StatusCode, message: &str) -> hyper::Response<HyperOutgoingBody> {
+    let body = Full::new(Bytes::from(format!("tripgate-edge: {message}\n")))
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    let mut response = hyper::Response::new(body);
+    *response.status_mut() = status;
+    response
 }
 
 fn add(total: &AtomicU64, duration: std::time::Duration) {

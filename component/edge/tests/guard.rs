@@ -8,7 +8,8 @@ use std::net::TcpListener;
 use std::sync::atomic::Ordering;
 
 use common::{
-    assert_no_outcome_lost, burst, rejected, runtime, serve_with, settings, Behaviour, Upstream,
+    assert_no_outcome_lost, burst, rejected, runtime, serve_with, settings, trip, Behaviour,
+    Upstream,
 };
 use tripgate_edge::client::Client;
 use tripgate_edge::{FakeClock, Handler, KeyValue};
@@ -224,8 +225,8 @@ fn a_damaged_state_is_replaced_by_a_fresh_breaker() {
         Some(&FakeClock::new()),
     );
     let mut client = Client::new(server.addr());
-    for garbage in [b"not a state".to_vec(), b"tge1\x01\x02".to_vec(), {
-        let mut v = b"tge1".to_vec();
+    for garbage in [b"not a state".to_vec(), b"tge2\x01\x02".to_vec(), {
+        let mut v = b"tge2".to_vec();
         v.extend_from_slice(&[0xff; 64]);
         v
     }] {
@@ -239,7 +240,7 @@ fn a_damaged_state_is_replaced_by_a_fresh_breaker() {
         );
         assert!(!rejected(&answer));
         let stored = kv.get("tripgate", &key).unwrap();
-        assert_eq!(&stored[..4], b"tge1", "replaced by a real state");
+        assert_eq!(&stored[..4], b"tge2", "replaced by a real state");
         assert!(stored.len() > 64);
     }
     assert_eq!(server.stats().failures.load(Ordering::SeqCst), 0);
@@ -269,10 +270,7 @@ fn without_its_store_the_guard_fails_open() {
 
     // Back: state is kept again from the next request on.
     kv.set_unavailable(false);
-    for _ in 0..5 {
-        assert!(!rejected(&client.get("/").unwrap()));
-    }
-    assert!(rejected(&client.get("/").unwrap()));
+    trip(server.addr());
 }
 
 #[test]
@@ -284,4 +282,65 @@ fn the_bare_handler_proxies_without_a_breaker() {
     assert!(answers.iter().all(|a| a.status == 503 && !rejected(a)));
     assert_eq!(upstream.counts().received.load(Ordering::SeqCst), 20);
     assert_eq!(kv.stats().reads, 0);
+}
+
+#[test]
+fn statuses_outside_http_are_failures() {
+    // HTTP libraries pass statuses up to 999; none is an HTTP answer, so each is a
+    // failure (SPEC.md § Outcomes), and five of them trip the breaker.
+    let upstream = Upstream::start(Behaviour::Status(999));
+    let kv = KeyValue::new();
+    let clock = FakeClock::new();
+    let mut env = settings(&upstream.url());
+    env.push(("TRIPGATE_PROBE_TIMEOUT_MS", "6000".into()));
+    let server = serve_with(Handler::Guard, &env, &kv, Some(&clock));
+    let mut client = Client::new(server.addr());
+    for status in [600, 700, 800, 900, 999] {
+        upstream.phase(Behaviour::Status(status));
+        let answer = client.get("/").unwrap();
+        assert_eq!(answer.status, status, "relayed as it came");
+        assert!(!rejected(&answer));
+    }
+    let answer = client.get("/").unwrap();
+    assert!(rejected(&answer), "tripped: {}", answer.text());
+
+    // A probe answered 999 fails the round at once: open again for the 1 s cooldown,
+    // not until the 6 s probe timeout.
+    clock.advance(std::time::Duration::from_secs(1));
+    let counts = upstream.phase(Behaviour::Status(999));
+    assert_eq!(client.get("/").unwrap().status, 999);
+    assert_eq!(*counts.arrivals.lock().unwrap(), vec![true]);
+    let answer = client.get("/").unwrap();
+    assert!(rejected(&answer));
+    assert_eq!(answer.header("retry-after"), Some("1"), "{}", answer.text());
+    clock.advance(std::time::Duration::from_secs(1));
+    upstream.phase(Behaviour::Healthy);
+    assert_eq!(client.get("/").unwrap().status, 200, "the next probe");
+    assert_eq!(server.stats().failures.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn a_request_without_a_usable_host_is_a_bad_request() {
+    use std::io::{BufReader, Write};
+    let upstream = Upstream::start(Behaviour::Healthy);
+    let kv = KeyValue::new();
+    let server = serve_with(Handler::Guard, &settings(&upstream.url()), &kv, None);
+    for (request, why) in [
+        (b"GET / HTTP/1.1\r\n\r\n".to_vec(), "no Host"),
+        (
+            b"GET / HTTP/1.1\r\nhost: \xc3\xa9\r\n\r\n".to_vec(),
+            "not ASCII",
+        ),
+    ] {
+        let mut stream = std::net::TcpStream::connect(server.addr()).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        stream.write_all(&request).unwrap();
+        let answer = tripgate_edge::client::read_answer(&mut BufReader::new(stream)).unwrap();
+        assert_eq!(answer.status, 400, "{why}: {}", answer.text());
+        assert!(answer.text().contains("Host"), "{}", answer.text());
+    }
+    assert_eq!(server.stats().failures.load(Ordering::SeqCst), 0);
+    assert_eq!(upstream.counts().received.load(Ordering::SeqCst), 0);
 }

@@ -71,7 +71,7 @@ fn on_spins_store_the_breaker_trips_rejects_and_recovers_across_instances() {
     assert_eq!(upstream.counts().received.load(Ordering::SeqCst), 5);
     assert!(kv
         .get("default", &format!("tripgate/breaker/{}", upstream.addr()))
-        .is_some_and(|value| value.starts_with(b"tge1")));
+        .is_some_and(|value| value.starts_with(b"tge2")));
 
     clock.advance(Duration::from_secs(5));
     let counts = upstream.phase(Behaviour::Healthy);

@@ -18,8 +18,15 @@ pub struct Upstream {
 pub struct Settings {
     /// Path prefixes and their upstreams, longest prefix first.
     routes: Vec<(String, Upstream)>,
-    /// The caller's deadline for the upstream's first byte (and for connecting), ns.
+    /// The caller's deadline for the upstream's first byte (and for connecting and
+    /// sending the body), ns.
     pub timeout: u64,
+    /// How long a client has to send its request body, from the request's arrival, ns.
+    pub body_timeout: u64,
+    /// How far the wall clocks of the hosts that share the store may disagree, ns: time
+    /// read from another host's stamp is counted this much short.
+    #[cfg_attr(feature = "bare", allow(dead_code))]
+    pub clock_skew: u64,
     /// The key-value bucket that holds the breakers' states.
     #[cfg_attr(feature = "bare", allow(dead_code))]
     pub bucket: String,
@@ -62,6 +69,8 @@ impl fmt::Display for SettingError {
 
 pub const UPSTREAMS: &str = "TRIPGATE_UPSTREAMS";
 const TIMEOUT_MS: &str = "TRIPGATE_TIMEOUT_MS";
+const BODY_TIMEOUT_MS: &str = "TRIPGATE_BODY_TIMEOUT_MS";
+const CLOCK_SKEW_MS: &str = "TRIPGATE_CLOCK_SKEW_MS";
 const BUCKET: &str = "TRIPGATE_BUCKET";
 const MS: u64 = 1_000_000;
 
@@ -78,21 +87,26 @@ impl Settings {
             variable: UPSTREAMS,
             problem: "not set: give `/prefix=http://host:port` pairs, separated by commas".into(),
         })?)?;
-        let millis = |name: &'static str| -> Result<Option<u64>, SettingError> {
+        // Milliseconds (more than 0 unless `zero` is allowed), in ns.
+        let millis_or = |name: &'static str, zero: bool| -> Result<Option<u64>, SettingError> {
             get(name)
                 .map(|value| {
                     value
                         .parse::<u64>()
                         .ok()
-                        .filter(|ms| *ms > 0)
+                        .filter(|ms| zero || *ms > 0)
                         .and_then(|ms| ms.checked_mul(MS))
                         .ok_or_else(|| SettingError {
                             variable: name,
-                            problem: format!("`{value}` is not a number of milliseconds > 0"),
+                            problem: format!(
+                                "`{value}` is not a number of milliseconds {}",
+                                if zero { ">= 0" } else { "> 0" }
+                            ),
                         })
                 })
                 .transpose()
         };
+        let millis = |name: &'static str| millis_or(name, false);
         fn number<N: std::str::FromStr>(
             name: &'static str,
             value: Option<&str>,
@@ -135,6 +149,8 @@ impl Settings {
         Ok(Settings {
             routes,
             timeout: millis(TIMEOUT_MS)?.unwrap_or(1_000 * MS),
+            body_timeout: millis(BODY_TIMEOUT_MS)?.unwrap_or(10_000 * MS),
+            clock_skew: millis_or(CLOCK_SKEW_MS, true)?.unwrap_or(0),
             bucket: get(BUCKET).unwrap_or("tripgate").to_owned(),
             costs: get("TRIPGATE_COSTS") == Some("1"),
             breaker,

@@ -1,25 +1,24 @@
-//! The proxying itself, breaker or not: the incoming request sent on to its upstream
-//! through `wasi:http/outgoing-handler` under a deadline, and the answer relayed back.
+//! The proxying itself, breaker or not: the request sent on to its upstream through
+//! `wasi:http/outgoing-handler` under a deadline, and the answer relayed back.
 
 use std::io::{Read, Write};
 
 use wasip2::clocks::monotonic_clock;
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{
-    ErrorCode, Fields, IncomingBody, IncomingRequest, IncomingResponse, Method, OutgoingBody,
+    ErrorCode, Fields, FutureIncomingResponse, IncomingBody, IncomingResponse, OutgoingBody,
     OutgoingRequest, OutgoingResponse, RequestOptions, ResponseOutparam, Scheme,
 };
-use wasip2::io::poll;
+use wasip2::io::poll::{self, Pollable};
+use wasip2::io::streams::OutputStream;
 
 use crate::config::Upstream;
-
-/// The largest request body the guard forwards (it reads it whole before sending).
-const MAX_REQUEST_BODY: usize = 8 << 20;
+use crate::request::Prepared;
 
 /// What became of a call to the upstream.
 pub enum Sent {
-    /// The upstream answered (any status).
-    Answered(IncomingResponse),
+    /// The upstream answered (any status), perhaps before it had the whole body.
+    Answered(Answer),
     /// No answer within the deadline.
     Timeout,
     /// The connection could not be made, was refused, or broke.
@@ -31,75 +30,75 @@ pub enum Sent {
     Failure(String),
 }
 
-/// A request the guard cannot forward: answered at once with this status.
-pub struct Refused {
-    pub status: u16,
-    pub message: String,
+/// The upstream's answer, and the rest of the request body if it answered before taking
+/// it all.
+pub struct Answer {
+    pub response: IncomingResponse,
+    /// Kept open, unfinished, until the answer is relayed: dropped earlier, it would
+    /// abort the connection the answer's body is still arriving on.
+    unsent: Option<Unsent>,
 }
 
-/// The parts of the incoming request to send on, read before any breaker decision so
-/// that a bad request never costs the breaker a permit.
-pub struct Prepared {
-    method: Method,
-    path: String,
-    headers: Vec<(String, Vec<u8>)>,
-    body: Vec<u8>,
+/// A request body the upstream answered before it was all written.
+struct Unsent {
+    // Declared before the body it writes to, so it is dropped first.
+    _stream: OutputStream,
+    _body: OutgoingBody,
 }
 
-/// Reads the request: method, path, headers and body.
-pub fn prepare(request: IncomingRequest) -> Result<Prepared, Refused> {
-    let method = request.method();
-    let path = request.path_with_query().unwrap_or_else(|| "/".into());
-    let headers = request
-        .headers()
-        .entries()
-        .into_iter()
-        // The guard sets the upstream's host, and marks probes itself.
-        .filter(|(name, _)| {
-            !name.eq_ignore_ascii_case("host") && !name.eq_ignore_ascii_case("x-tripgate-probe")
-        })
-        .collect();
-    let body = request.consume().map_err(|()| Refused {
-        status: 500,
-        message: "the request's body was taken already".into(),
-    })?;
-    let body = read_all(body, MAX_REQUEST_BODY).map_err(|problem| Refused {
-        status: if problem == TOO_LARGE { 413 } else { 400 },
-        message: format!("reading the request body: {problem}"),
-    })?;
-    Ok(Prepared {
-        method,
-        path,
-        headers,
-        body,
-    })
+/// How the upload of the request body ended.
+enum Upload {
+    Done,
+    /// The upstream answered first: the rest is not sent.
+    Answered(Unsent),
+    /// The deadline passed.
+    TimedOut,
+    /// The host or the connection refused the rest (the upstream may have answered).
+    Failed,
 }
 
-const TOO_LARGE: &str = "larger than the guard forwards";
-
-fn read_all(body: IncomingBody, limit: usize) -> Result<Vec<u8>, &'static str> {
-    let mut bytes = Vec::new();
-    {
-        let mut stream = body.stream().map_err(|()| "no stream")?;
-        let mut chunk = [0u8; 16 * 1024];
-        loop {
-            let n = Read::read(&mut stream, &mut chunk).map_err(|_| "the stream failed")?;
-            if n == 0 {
-                break;
-            }
-            if bytes.len() + n > limit {
-                return Err(TOO_LARGE);
-            }
-            bytes.extend_from_slice(&chunk[..n]);
-        }
-    }
-    drop(IncomingBody::finish(body));
-    Ok(bytes)
-}
-
-/// Sends `request` to `upstream` and waits for the answer's head, at most `timeout` ns.
-/// `probe` marks the request with `x-tripgate-probe: 1` (a half-open probe).
+/// Sends `request` to `upstream` and waits for the answer's head, at most `timeout` ns
+/// for all of it: connecting, the body, the first byte. `probe` marks the request with
+/// `x-tripgate-probe: 1` (a half-open probe). An answer that comes while the body is on
+/// its way, or after writing it failed, is the answer: the upstream decided (a 401 or a
+/// 413 before reading an upload), and it is judged by its status.
 pub fn send(request: &Prepared, upstream: &Upstream, timeout: u64, probe: bool) -> Sent {
+    let outgoing = match outgoing(request, upstream, probe) {
+        Ok(outgoing) => outgoing,
+        Err(problem) => return Sent::Failure(problem),
+    };
+    let Ok(body) = outgoing.body() else {
+        return Sent::Failure("the outgoing request has no body".into());
+    };
+    let options = RequestOptions::new();
+    // A host that does not support a deadline refuses to set it: the guard's own timer
+    // below still holds.
+    let _ = options.set_connect_timeout(Some(timeout));
+    let _ = options.set_first_byte_timeout(Some(timeout));
+    let _ = options.set_between_bytes_timeout(Some(timeout));
+    let started = monotonic_clock::now();
+    let future = match outgoing_handler::handle(outgoing, Some(options)) {
+        Ok(future) => future,
+        Err(code) => return classify(code),
+    };
+    let deadline = monotonic_clock::subscribe_instant(started.saturating_add(timeout));
+    let unsent = match upload(body, &request.body, &future, &deadline) {
+        Upload::Answered(unsent) => Some(unsent),
+        Upload::TimedOut => return Sent::Timeout,
+        Upload::Done | Upload::Failed => None,
+    };
+    match wait(&future, &deadline) {
+        Waited::Response(response) => Sent::Answered(Answer { response, unsent }),
+        Waited::Sent(sent) => sent,
+    }
+}
+
+/// The outgoing request: `request`'s method, path and headers, for `upstream`.
+fn outgoing(
+    request: &Prepared,
+    upstream: &Upstream,
+    probe: bool,
+) -> Result<OutgoingRequest, String> {
     let headers = Fields::new();
     for (name, value) in &request.headers {
         // Headers the host forbids (hop-by-hop ones) are left out rather than refused.
@@ -118,55 +117,96 @@ pub fn send(request: &Prepared, upstream: &Upstream, timeout: u64, probe: bool) 
         && outgoing.set_scheme(Some(&scheme)).is_ok()
         && outgoing.set_authority(Some(&upstream.authority)).is_ok()
         && outgoing.set_path_with_query(Some(&request.path)).is_ok();
-    if !set {
-        return Sent::Failure(
-            "the host refused the request's method, scheme, authority or path".into(),
-        );
+    if set {
+        Ok(outgoing)
+    } else {
+        Err("the host refused the request's method, scheme, authority or path".into())
     }
-    let Ok(body) = outgoing.body() else {
-        return Sent::Failure("the outgoing request has no body".into());
-    };
-    let options = RequestOptions::new();
-    // A host that does not support a deadline refuses to set it: the guard's own timer
-    // below still holds.
-    let _ = options.set_connect_timeout(Some(timeout));
-    let _ = options.set_first_byte_timeout(Some(timeout));
-    let _ = options.set_between_bytes_timeout(Some(timeout));
-    let started = monotonic_clock::now();
-    let future = match outgoing_handler::handle(outgoing, Some(options)) {
-        Ok(future) => future,
-        Err(code) => return classify(code),
-    };
-    if let Err(problem) = write_body(body, &request.body) {
-        return Sent::Connection(problem);
+}
+
+/// Writes `bytes` as the request body without blocking: as much as the host takes at a
+/// time, until all is written, the upstream answers, or the deadline passes.
+fn upload(
+    body: OutgoingBody,
+    bytes: &[u8],
+    future: &FutureIncomingResponse,
+    deadline: &Pollable,
+) -> Upload {
+    if bytes.is_empty() {
+        // Nothing to write: no stream, no waiting.
+        return match OutgoingBody::finish(body, None) {
+            Ok(()) => Upload::Done,
+            Err(_) => Upload::Failed,
+        };
     }
-    let deadline = monotonic_clock::subscribe_instant(started.saturating_add(timeout));
+    let Ok(stream) = body.write() else {
+        return Upload::Failed;
+    };
+    let answered = future.subscribe();
+    let writable = stream.subscribe();
+    let mut rest = bytes;
+    let mut flushed = false;
+    while !flushed {
+        if answered.ready() && !rest.is_empty() {
+            drop(writable);
+            return Upload::Answered(Unsent {
+                _stream: stream,
+                _body: body,
+            });
+        }
+        if deadline.ready() {
+            return Upload::TimedOut;
+        }
+        match stream.check_write() {
+            // An answer that came while the last bytes flush is read after the flush.
+            Ok(0) if answered.ready() => drop(poll::poll(&[&writable, deadline])),
+            Ok(0) => drop(poll::poll(&[&writable, &answered, deadline])),
+            Ok(_) if rest.is_empty() => flushed = true,
+            Ok(room) => {
+                let n = rest.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+                let (now, later) = rest.split_at(n);
+                if stream.write(now).is_err() {
+                    return Upload::Failed;
+                }
+                rest = later;
+                if rest.is_empty() && stream.flush().is_err() {
+                    return Upload::Failed;
+                }
+            }
+            Err(_) => return Upload::Failed,
+        }
+    }
+    drop(writable);
+    drop(stream);
+    match OutgoingBody::finish(body, None) {
+        Ok(()) => Upload::Done,
+        Err(_) => Upload::Failed,
+    }
+}
+
+/// What waiting for the answer's head gave.
+enum Waited {
+    Response(IncomingResponse),
+    Sent(Sent),
+}
+
+fn wait(future: &FutureIncomingResponse, deadline: &Pollable) -> Waited {
     let ready = future.subscribe();
     loop {
         // `get` hands the answer over once: it is read once per wake-up.
         if let Some(answer) = future.get() {
             return match answer {
-                Ok(Ok(response)) => Sent::Answered(response),
-                Ok(Err(code)) => classify(code),
-                Err(()) => Sent::Failure("the response was taken already".into()),
+                Ok(Ok(response)) => Waited::Response(response),
+                Ok(Err(code)) => Waited::Sent(classify(code)),
+                Err(()) => Waited::Sent(Sent::Failure("the response was taken already".into())),
             };
         }
         if deadline.ready() {
             // Dropping the future cancels the call.
-            return Sent::Timeout;
+            return Waited::Sent(Sent::Timeout);
         }
-        poll::poll(&[&ready, &deadline]);
+        poll::poll(&[&ready, deadline]);
     }
-}
-
-fn write_body(body: OutgoingBody, bytes: &[u8]) -> Result<(), String> {
-    if !bytes.is_empty() {
-        let mut stream = body.write().map_err(|()| "no request stream".to_string())?;
-        Write::write_all(&mut stream, bytes)
-            .and_then(|()| Write::flush(&mut stream))
-            .map_err(|e| format!("writing the request body: {e}"))?;
-    }
-    OutgoingBody::finish(body, None).map_err(|code| format!("{code:?}"))
 }
 
 /// What a 502 says when the host denied the call.
@@ -205,7 +245,8 @@ fn classify(code: ErrorCode) -> Sent {
 
 /// Sends the upstream's answer back: its status, its headers (less those the host
 /// forbids) and `extra` ones, and its body.
-pub fn relay(out: ResponseOutparam, response: IncomingResponse, extra: &[(&str, String)]) {
+pub fn relay(out: ResponseOutparam, answer: Answer, extra: &[(&str, String)]) {
+    let Answer { response, unsent } = answer;
     let headers = Fields::new();
     for (name, value) in response.headers().entries() {
         let _ = headers.append(&name, &value);
@@ -241,6 +282,7 @@ pub fn relay(out: ResponseOutparam, response: IncomingResponse, extra: &[(&str, 
     }
     // On a broken copy the body is dropped unfinished: the host ends the response as
     // incomplete rather than passing a truncated body off as whole.
+    drop(unsent);
 }
 
 /// Answers with `status`, a plain-text `message` and `headers`.

@@ -37,12 +37,13 @@ use wasip2::clocks::monotonic_clock;
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::bindings::tripgate::breaker::circuit_breaker::{
-    self as breaker, AdmissionNotes, Breaker, Config, KeyedAdmission, KeyedRejection, Outcome,
-    RejectReason, Rejection, State, Ticketed,
+    self as breaker, AdmissionNotes, Breaker, Class, Config, KeyedAdmission, KeyedRecord,
+    KeyedRejection, Outcome, RecordError, RejectReason, Rejection, State, Ticketed,
 };
 use crate::config::{BreakerSettings, Settings, Upstream};
 use crate::forward::{self, Sent};
-use crate::state::{self, Place, Read, Unwritten};
+use crate::request::Head;
+use crate::state::{self, Place, Read, Restored, Unwritten};
 
 /// Reads and swaps one step may take before it gives up.
 const ATTEMPTS: u32 = 8;
@@ -53,136 +54,250 @@ pub fn guarded(
     settings: &Settings,
     upstream: &Upstream,
 ) {
-    let prepared = match forward::prepare(request) {
-        Ok(prepared) => prepared,
+    let started = monotonic_clock::now();
+    // The head only: the body is read once the breaker has let the call through.
+    let head = match Head::read(request) {
+        Ok(head) => head,
         Err(refused) => return forward::respond(out, refused.status, &refused.message, &[]),
     };
-    let config = config(&settings.breaker);
-    let started = monotonic_clock::now();
-    // The steps' times for `x-tripgate-cost`, read only when asked for: every clock read
-    // is a host call.
-    let lap = || settings.costs.then(monotonic_clock::now);
-    // Fails open: without a store the breaker is this request's alone.
-    let (place, mut unguarded) = match Place::open(&settings.bucket, &upstream.authority) {
-        Ok(place) => (Some(place), None),
-        Err(problem) => (None, Some(problem)),
+    let mut guarding = Guarding::new(settings, upstream, started);
+    let Admission {
+        admitted,
+        seen,
+        held,
+    } = match guarding.decide() {
+        Decided::Admitted(admission) => admission,
+        Decided::Rejected(rejection) => return reject(out, upstream, &rejection),
+        Decided::Refused(status, message, headers) => {
+            return forward::respond(out, status, &message, &headers)
+        }
     };
+    let decided = guarding.lap();
+    let probe = admitted.ticketed.notes.contains(AdmissionNotes::PROBE);
+    let deadline = started.saturating_add(settings.body_timeout);
+    let prepared = match head.read_body(deadline, settings.body_timeout) {
+        Ok(prepared) => prepared,
+        Err(refused) => {
+            // The client's doing, no evidence about the upstream; a probe's slot is given
+            // back (a plain admission wrote nothing and holds nothing).
+            if let (true, Some(place)) = (probe, &guarding.place) {
+                let config = &guarding.config;
+                record(
+                    place,
+                    config,
+                    admitted,
+                    Outcome::Cancelled,
+                    seen.as_deref(),
+                    held,
+                );
+            }
+            return forward::respond(out, refused.status, &refused.message, &[]);
+        }
+    };
+    let sent = forward::send(&prepared, upstream, settings.timeout, probe);
+    let outcome = match &sent {
+        Sent::Answered(answer) => Some(Outcome::Status(answer.response.status())),
+        Sent::Timeout => Some(Outcome::Timeout),
+        Sent::Connection(_) => Some(Outcome::ConnectionError),
+        Sent::Failure(_) => Some(Outcome::Failure),
+        Sent::Denied => None,
+    };
+    let answered = guarding.lap();
+    if let (Some(place), Some(outcome)) = (&guarding.place, outcome) {
+        let config = &guarding.config;
+        record(place, config, admitted, outcome, seen.as_deref(), held);
+    }
+    let extra = guarding.headers(decided, answered);
+    answer(out, upstream, sent, settings.timeout, &extra);
+}
 
-    let mut loaded = None;
-    let mut attempt = 0;
-    let (admitted, seen, held) = loop {
-        attempt += 1;
-        let now = if attempt == 1 {
-            started
-        } else {
-            monotonic_clock::now()
+/// One request's breaker: its configuration, its place in the store, and what the answer
+/// must say about them.
+struct Guarding<'a> {
+    settings: &'a Settings,
+    upstream: &'a Upstream,
+    config: Config,
+    place: Option<Place>,
+    /// Why the guard is deciding without its store, if it is.
+    unguarded: Option<String>,
+    started: u64,
+    /// When the state was loaded (`TRIPGATE_COSTS` only).
+    loaded: Option<u64>,
+}
+
+/// What step 1 came to.
+enum Decided {
+    Admitted(Admission),
+    Rejected(Rejection),
+    /// An answer other than a rejection: status, message, headers.
+    Refused(u16, String, Vec<(&'static str, String)>),
+}
+
+/// An admitted call, with the value its breaker came from (`seen`) and, when the
+/// admission wrote nothing, the read the outcome's write is conditional on (`held`).
+struct Admission {
+    admitted: Admitted,
+    seen: Option<Vec<u8>>,
+    held: Option<Read>,
+}
+
+impl Admission {
+    fn of(admitted: Admitted, seen: Option<Vec<u8>>, held: Option<Read>) -> Attempt {
+        Attempt::Decided(Decided::Admitted(Admission {
+            admitted,
+            seen,
+            held,
+        }))
+    }
+}
+
+/// One try of step 1: decided, or a lost swap to try again.
+enum Attempt {
+    Decided(Decided),
+    Conflict,
+}
+
+impl<'a> Guarding<'a> {
+    fn new(settings: &'a Settings, upstream: &'a Upstream, started: u64) -> Self {
+        // Fails open: without a store the breaker is this request's alone.
+        let (place, unguarded) = match Place::open(&settings.bucket, &upstream.authority) {
+            Ok(place) => (Some(place), None),
+            Err(problem) => (None, Some(problem)),
         };
-        let read = place.as_ref().and_then(|place| match place.read() {
+        Guarding {
+            settings,
+            upstream,
+            config: config(&settings.breaker),
+            place,
+            unguarded,
+            started,
+            loaded: None,
+        }
+    }
+
+    /// The time now, for `x-tripgate-cost`, read only when asked for: every clock read is
+    /// a host call.
+    fn lap(&self) -> Option<u64> {
+        self.settings.costs.then(monotonic_clock::now)
+    }
+
+    /// Step 1 (see the module's docs), tried again on a lost swap, at most `ATTEMPTS`
+    /// times.
+    fn decide(&mut self) -> Decided {
+        for attempt in 1..=ATTEMPTS {
+            let now = if attempt == 1 {
+                self.started
+            } else {
+                monotonic_clock::now()
+            };
+            if let Attempt::Decided(decided) = self.attempt(now) {
+                return decided;
+            }
+        }
+        let message = format!(
+            "tripgate: the breaker of {} changed {ATTEMPTS} times while this request was deciding",
+            self.upstream.authority
+        );
+        Decided::Refused(503, message, vec![("retry-after", "1".into())])
+    }
+
+    fn attempt(&mut self, now: u64) -> Attempt {
+        let read = self.place.as_ref().and_then(|place| match place.read() {
             Ok(read) => Some(read),
             Err(problem) => {
-                unguarded = Some(format!("reading the breaker's state: {problem}"));
+                self.unguarded = Some(format!("reading the breaker's state: {problem}"));
                 None
             }
         });
-        let restored = state::restore(read.as_ref().and_then(|r| r.value.as_deref()), &config, now);
-        if loaded.is_none() {
-            loaded = lap();
+        let value = read.as_ref().and_then(|r| r.value.as_deref());
+        let restored = state::restore(value, &self.config, now, self.settings.clock_skew);
+        if self.loaded.is_none() {
+            self.loaded = self.lap();
         }
-        let (breaker, key) = match restored {
+        let Restored {
+            breaker,
+            key,
+            ahead,
+        } = match restored {
             Ok(restored) => restored,
             Err(error) => {
                 let message = format!(
                     "tripgate: the breaker settings are invalid: {}",
                     error.message
                 );
-                return forward::respond(out, 500, &message, &[]);
+                return Attempt::Decided(Decided::Refused(500, message, Vec::new()));
             }
         };
+        let place = self.place.as_ref();
         // The keyed hot path: no permit resource to make, lend and drop, and no list
         // of transitions to return (`wit/breaker.wit`).
-        match breaker::acquire_keyed(key, now) {
+        let mut admission = breaker::acquire_keyed(key, now);
+        if let KeyedAdmission::Rejected(KeyedRejection { rejection, .. }) = &admission {
+            if matches!(rejection.reason, RejectReason::Isolated) {
+                // See `released`: the outcome's write stores the release.
+                let _ = breaker.release(now);
+                admission = breaker::acquire_keyed(key, now);
+            }
+        }
+        let ticketed = match admission {
+            KeyedAdmission::Admitted(ticketed) => ticketed,
             KeyedAdmission::UnknownKey => {
                 // One breaker per instance: its key always names it.
                 let message = "tripgate: the breaker's key names no breaker in its instance";
-                return forward::respond(out, 500, message, &[]);
+                return Attempt::Decided(Decided::Refused(500, message.into(), Vec::new()));
             }
             KeyedAdmission::Rejected(KeyedRejection {
                 rejection,
                 transitioned,
             }) => {
-                if let (true, Some(place), Some(read)) = (transitioned, &place, read) {
-                    // Best effort: the next request makes the same transition if this
-                    // write loses.
+                if let (true, Some(place), Some(read)) = (transitioned || ahead, place, read) {
+                    // Best effort: the next request makes the same transition (or finds
+                    // the stamp ahead of its clock again) if this write loses.
                     let _ = place.swap(read, &breaker, now);
                 }
-                return reject(out, upstream, &rejection);
+                return Attempt::Decided(Decided::Rejected(rejection));
             }
-            KeyedAdmission::Admitted(ticketed) => {
-                let admitted = Admitted {
-                    breaker,
-                    key,
-                    ticketed,
-                };
-                let (Some(place), Some(read)) = (&place, read) else {
-                    break (admitted, None, None);
-                };
-                let notes = admitted.ticketed.notes;
-                if notes.is_empty() && read.value.is_some() {
-                    // The read stays held: the outcome's write is conditional on it.
-                    break (admitted, read.value.clone(), Some(read));
-                }
-                match place.swap(read, &admitted.breaker, now) {
-                    Ok(written) => break (admitted, Some(written), None),
-                    Err(Unwritten::Conflict) if attempt < ATTEMPTS => continue,
-                    Err(Unwritten::Conflict) => {
-                        let message = format!(
-                            "tripgate: the breaker of {} changed {ATTEMPTS} times while this request was deciding",
-                            upstream.authority
-                        );
-                        return forward::respond(
-                            out,
-                            503,
-                            &message,
-                            &[("retry-after", "1".into())],
-                        );
-                    }
-                    Err(Unwritten::Failed) => break (admitted, None, None),
-                }
-            }
+        };
+        let admitted = Admitted {
+            breaker,
+            key,
+            ticketed,
+        };
+        let (Some(place), Some(read)) = (place, read) else {
+            return Admission::of(admitted, None, None);
+        };
+        if ticketed.notes.is_empty() && read.value.is_some() {
+            // The read stays held: the outcome's write is conditional on it.
+            let seen = read.value.clone();
+            return Admission::of(admitted, seen, Some(read));
         }
-    };
+        match place.swap(read, &admitted.breaker, now) {
+            Ok(written) => Admission::of(admitted, Some(written), None),
+            Err(Unwritten::Conflict) => Attempt::Conflict,
+            Err(Unwritten::Failed) => Admission::of(admitted, None, None),
+        }
+    }
 
-    let decided = lap();
-    let probe = admitted.ticketed.notes.contains(AdmissionNotes::PROBE);
-    let sent = forward::send(&prepared, upstream, settings.timeout, probe);
-    let outcome = match &sent {
-        Sent::Answered(response) => Some(Outcome::Status(response.status())),
-        Sent::Timeout => Some(Outcome::Timeout),
-        Sent::Connection(_) => Some(Outcome::ConnectionError),
-        Sent::Failure(_) => Some(Outcome::Failure),
-        Sent::Denied => None,
-    };
-    let answered = lap();
-    if let (Some(place), Some(outcome)) = (&place, outcome) {
-        record(place, &config, admitted, outcome, seen.as_deref(), held);
+    /// The answer's own headers: why the store was not used, and the steps' costs.
+    fn headers(&self, decided: Option<u64>, answered: Option<u64>) -> Vec<(&'static str, String)> {
+        let mut extra = Vec::new();
+        if let Some(problem) = &self.unguarded {
+            extra.push((
+                "x-tripgate-unguarded",
+                format!("the store failed: {problem}"),
+            ));
+        }
+        if let (Some(loaded), Some(decided), Some(answered)) = (self.loaded, decided, answered) {
+            let cost = format!(
+                "load={};acquire={};record={}",
+                loaded.saturating_sub(self.started),
+                decided.saturating_sub(loaded),
+                monotonic_clock::now().saturating_sub(answered)
+            );
+            extra.push(("x-tripgate-cost", cost));
+        }
+        extra
     }
-    let mut extra = Vec::new();
-    if let Some(problem) = unguarded {
-        extra.push((
-            "x-tripgate-unguarded",
-            format!("the store failed: {problem}"),
-        ));
-    }
-    if let (Some(loaded), Some(decided), Some(answered)) = (loaded, decided, answered) {
-        let cost = format!(
-            "load={};acquire={};record={}",
-            loaded.saturating_sub(started),
-            decided.saturating_sub(loaded),
-            monotonic_clock::now().saturating_sub(answered)
-        );
-        extra.push(("x-tripgate-cost", cost));
-    }
-    answer(out, upstream, sent, settings.timeout, &extra);
 }
 
 /// An admitted call: its breaker, the breaker's key and the ticket.
@@ -222,8 +337,11 @@ fn record(
                 ticketed,
             }) = own.take()
             {
-                if breaker::record_keyed(key, ticketed.ticket, outcome, now).is_err() {
+                let Ok(recorded) = record_keyed(key, ticketed.ticket, outcome, now) else {
                     return;
+                };
+                if matches!(recorded.class, Class::Fault) {
+                    released(&breaker, key, outcome, now);
                 }
                 match place.swap(read, &breaker, now) {
                     Ok(_) | Err(Unwritten::Failed) => return,
@@ -231,9 +349,12 @@ fn record(
                 }
             }
         }
-        // This instance's breaker is stale: nobody keeps it.
+        // This instance's breaker is stale: nobody keeps it. A neutral outcome has
+        // nothing to count on the newer state.
         own = None;
-        if !replay(place, config, read, epoch, &outcome, now) {
+        if matches!(outcome, Outcome::Cancelled)
+            || !replay(place, config, read, epoch, &outcome, now)
+        {
             return;
         }
     }
@@ -249,19 +370,47 @@ fn replay(
     outcome: &Outcome,
     now: u64,
 ) -> bool {
-    let Ok((breaker, key)) = state::restore(read.value.as_deref(), config, now) else {
+    // No skew: the time since the newest write only ages its window here.
+    let Ok(Restored { breaker, key, .. }) = state::restore(read.value.as_deref(), config, now, 0)
+    else {
         return false;
     };
     let KeyedAdmission::Admitted(ticketed) = breaker::acquire_keyed(key, now) else {
         // The breaker moved on (opened, is probing): a call of an earlier epoch is stale.
         return false;
     };
-    if ticketed.epoch != epoch
-        || breaker::record_keyed(key, ticketed.ticket, *outcome, now).is_err()
-    {
+    if ticketed.epoch != epoch || record_keyed(key, ticketed.ticket, *outcome, now).is_err() {
         return false;
     }
     matches!(place.swap(read, &breaker, now), Err(Unwritten::Conflict))
+}
+
+/// The guard has no operator calls (`isolate`, `disable`, `release`), so it could never
+/// leave those states: a stored isolated breaker would turn every call away, a disabled
+/// one let every call through untripped, until someone edited the store. It releases
+/// them where they show, at no cost to other calls: an isolated breaker when it rejects
+/// as isolated (in `Guarding::attempt`), a disabled one when it records a fault, here,
+/// which then counts in the released breaker as a call admitted and ended now.
+fn released(breaker: &Breaker, key: u32, outcome: Outcome, now: u64) {
+    if !matches!(breaker.state(now), State::Disabled) {
+        return;
+    }
+    let _ = breaker.release(now);
+    if let KeyedAdmission::Admitted(ticketed) = breaker::acquire_keyed(key, now) {
+        let _ = record_keyed(key, ticketed.ticket, outcome, now);
+    }
+}
+
+/// `record-keyed`, with an answer whose status is no HTTP status (HTTP libraries pass
+/// 600-999) recorded as the failure it is (SPEC.md § Outcomes): the core refuses the
+/// status and leaves the ticket out for this second record.
+fn record_keyed(key: u32, ticket: u64, outcome: Outcome, now: u64) -> Result<KeyedRecord, ()> {
+    match breaker::record_keyed(key, ticket, outcome, now) {
+        Err(RecordError::InvalidStatus(_)) => {
+            breaker::record_keyed(key, ticket, Outcome::Failure, now).map_err(drop)
+        }
+        recorded => recorded.map_err(drop),
+    }
 }
 
 fn answer(
@@ -272,7 +421,7 @@ fn answer(
     extra: &[(&str, String)],
 ) {
     match sent {
-        Sent::Answered(response) => forward::relay(out, response, extra),
+        Sent::Answered(answer) => forward::relay(out, answer, extra),
         Sent::Timeout => forward::respond(
             out,
             504,

@@ -19,6 +19,7 @@ mod config;
 mod forward;
 #[cfg(not(feature = "bare"))]
 mod guard;
+mod request;
 #[cfg(not(feature = "bare"))]
 mod state;
 
@@ -80,12 +81,18 @@ fn bare(
     settings: &Settings,
     upstream: &config::Upstream,
 ) {
-    let prepared = match forward::prepare(request) {
+    let started = wasip2::clocks::monotonic_clock::now();
+    let prepared = match request::Head::read(request).and_then(|head| {
+        head.read_body(
+            started.saturating_add(settings.body_timeout),
+            settings.body_timeout,
+        )
+    }) {
         Ok(prepared) => prepared,
         Err(refused) => return forward::respond(out, refused.status, &refused.message, &[]),
     };
     match forward::send(&prepared, upstream, settings.timeout, false) {
-        forward::Sent::Answered(response) => forward::relay(out, response, &[]),
+        forward::Sent::Answered(answer) => forward::relay(out, answer, &[]),
         forward::Sent::Timeout => {
             forward::respond(out, 504, "the upstream did not answer in time", &[])
         }

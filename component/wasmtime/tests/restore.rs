@@ -1,8 +1,8 @@
 //! `restore` is `create`, `import-state` and `key` in one call: on every kind of snapshot
-//! (none, a tripped breaker's, damaged bytes, another window shape) its breaker reads
-//! exactly as the three calls leave a twin, its key names it on the keyed hot path, and
-//! a snapshot it cannot take leaves a fresh breaker and says why. A bad configuration is
-//! an error, never a trap.
+//! (none, a tripped breaker's, one from a longer cooldown, damaged bytes, another window
+//! shape) its breaker reads exactly as the three calls leave a twin, its key names it on
+//! the keyed hot path, and a snapshot it cannot take leaves a fresh breaker and says why.
+//! A bad configuration is an error, never a trap.
 
 mod common;
 
@@ -121,6 +121,14 @@ fn restore_reads_as_create_and_import_on_every_kind_of_snapshot() {
 
     // The same state once its cooldown has passed: half-open.
     assert_eq!(from(&config(), &bytes, 2 * S), (Ok(()), State::HalfOpen));
+
+    // Restored under a 100 ms cooldown, the 1 s opening is bounded by the restoring
+    // config (SPEC.md § Export and import): 110 ms after the trip it is over.
+    let shorter = wit::Config {
+        cooldown: Some(100 * MS),
+        ..config()
+    };
+    assert_eq!(from(&shorter, &bytes, 100 * MS), (Ok(()), State::HalfOpen));
 
     // Damaged bytes: refused by the checksum, the breaker fresh.
     let mut damaged = bytes.clone();

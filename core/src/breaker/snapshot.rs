@@ -2,6 +2,7 @@
 
 use super::Breaker;
 use crate::codec::{Reader, Writer};
+use crate::config::Config;
 use crate::inflight::InFlight;
 use crate::metrics::{count_route, Stats};
 use crate::phase::Phase;
@@ -16,7 +17,7 @@ use crate::transition::{Reason, Transition};
 
 impl Breaker {
     /// Writes the state as of `now` into `out`; returns the bytes written. A buffer of
-    /// [`MAX_EXPORT_LEN`] bytes always suffices.
+    /// [`MAX_EXPORT_LEN`](crate::MAX_EXPORT_LEN) bytes always suffices.
     ///
     /// ```
     /// use tripgate_core::{Breaker, Config, Outcome, State, MAX_EXPORT_LEN, SECOND};
@@ -121,8 +122,12 @@ impl Breaker {
     /// reckoning), as of `now`. On error nothing changes. A breaker that has issued
     /// permits or left epoch 0 starts an epoch past both its own and the imported one, so
     /// none of its permits can count against the imported state, through any number of
-    /// imports; a fresh breaker takes the state exactly. Epochs above [`MAX_IMPORT_EPOCH`] are refused, and so are ages of 2⁶³ ns
-    /// or more (instants after the export).
+    /// imports; a fresh breaker takes the state exactly. Epochs above [`MAX_IMPORT_EPOCH`]
+    /// are refused, and so are ages of 2⁶³ ns or more (instants after the export). The
+    /// state is bounded by this breaker's configuration: its opening lasts at most
+    /// [`Config::longest_opening`](crate::Config::longest_opening) (or one `probe-timeout`
+    /// for probes still out), and its backed-off cooldown lies within what the
+    /// configuration can make.
     pub fn import(
         &mut self,
         bytes: &[u8],
@@ -212,6 +217,7 @@ impl Breaker {
         if stats.last.is_some_and(|t| t.epoch > epoch) {
             return Err(SnapshotError::Corrupt("last transition"));
         }
+        bound_by_config(&mut phase, stats.last, &self.config);
         let window = self.window.decode(&mut r, now, elapsed)?;
         if !r.is_empty() {
             return Err(SnapshotError::TrailingBytes);
@@ -241,4 +247,27 @@ impl Breaker {
         };
         Ok(())
     }
+}
+
+/// SPEC.md § Export and import: an imported state is bounded by the importing breaker's
+/// configuration, whatever the bytes (or a clock that stamped them) claim. Its cooldown
+/// after backoff lies between the configured cooldown and the longest one the
+/// configuration backs off to, and its opening lasts at most the configuration's longest
+/// opening, or one `probe-timeout` when it waits for probes still out (a `restored`
+/// opening, or one the exporter lengthened past its cooldown for a retired probe). The
+/// bound is on the opening's length, counted from when it began, so importing the same
+/// bytes again never extends it: a cooldown lowered during an outage shortens the opening
+/// under way at the next import.
+fn bound_by_config(phase: &mut Phase, last: Option<Transition>, config: &Config) {
+    let waits_for_probes = phase.open_for > config.most_jittered(phase.cooldown)
+        || last.is_some_and(|t| t.reason == Reason::Restored && t.epoch == phase.epoch);
+    phase.cooldown = phase
+        .cooldown
+        .max(config.cooldown)
+        .min(config.longest_cooldown());
+    let mut longest = config.longest_opening();
+    if waits_for_probes {
+        longest = longest.max(config.probe_timeout);
+    }
+    phase.open_for = phase.open_for.min(longest);
 }

@@ -10,14 +10,14 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tripgate_edge::client::{Answer, Client};
+use tripgate_edge::client::{read_answer, Answer, Client};
 use tripgate_edge::{Runtime, Server};
 
 /// The runtime every test shares (compiling the components takes about a second).
@@ -40,6 +40,10 @@ pub enum Behaviour {
         slots: u32,
         fills: u32,
     },
+    /// This status before the request's body is read, as a server that refuses an upload
+    /// (401, 413) does; then it reads a little of the body and closes the connection with
+    /// the rest unread (the kernel resets it).
+    Early(u16),
 }
 
 #[derive(Default, Debug)]
@@ -52,6 +56,8 @@ pub struct Counts {
     pub peak_probes: AtomicU32,
     /// Whether each request, in order of arrival, was a probe.
     pub arrivals: Mutex<Vec<bool>>,
+    /// Request body bytes read, in all.
+    pub body_bytes: AtomicU64,
 }
 
 struct Shared {
@@ -132,6 +138,7 @@ fn serve(stream: TcpStream, shared: &Shared) {
     let mut reader = BufReader::new(read_half);
     let mut writer = stream;
     let mut probe = false;
+    let mut length = 0u64;
     let mut line = String::new();
     loop {
         line.clear();
@@ -144,13 +151,33 @@ fn serve(stream: TcpStream, shared: &Shared) {
             break;
         }
         if let Some((name, value)) = text.split_once(':') {
-            if name.trim().eq_ignore_ascii_case("x-tripgate-probe") && value.trim() == "1" {
+            let (name, value) = (name.trim(), value.trim());
+            if name.eq_ignore_ascii_case("x-tripgate-probe") && value == "1" {
                 probe = true;
+            }
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.parse().unwrap_or(0);
             }
         }
     }
     let counts = shared.counts.lock().unwrap().clone();
     let (phase, behaviour) = shared.behaviour.lock().unwrap().clone();
+    if let Behaviour::Early(status) = behaviour {
+        counts.received.fetch_add(1, Ordering::SeqCst);
+        answer(&mut writer, status);
+        // A little of the body, then the connection closes with the rest unread.
+        let read = io::copy(
+            &mut (&mut reader).take(length.min(64 << 10)),
+            &mut io::sink(),
+        );
+        counts
+            .body_bytes
+            .fetch_add(read.unwrap_or(0), Ordering::SeqCst);
+        return;
+    }
+    // A server reads the request before it answers.
+    let read = io::copy(&mut (&mut reader).take(length), &mut io::sink()).unwrap_or(0);
+    counts.body_bytes.fetch_add(read, Ordering::SeqCst);
     counts.received.fetch_add(1, Ordering::SeqCst);
     counts.arrivals.lock().unwrap().push(probe);
     let now = counts.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -187,18 +214,24 @@ fn serve(stream: TcpStream, shared: &Shared) {
             }
             200
         }
+        Behaviour::Early(_) => unreachable!("answered above"),
     };
-    let body = format!("upstream says {status}\n");
-    let _ = write!(
-        writer,
-        "HTTP/1.1 {status} X\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = writer.flush();
+    answer(&mut writer, status);
     counts.in_flight.fetch_sub(1, Ordering::SeqCst);
     if probe {
         counts.probes_in_flight.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// Writes the answer in one piece, as a server that buffers its output does.
+fn answer(writer: &mut TcpStream, status: u16) {
+    let body = format!("upstream says {status}\n");
+    let answer = format!(
+        "HTTP/1.1 {status} X\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = writer.write_all(answer.as_bytes());
+    let _ = writer.flush();
 }
 
 /// The guard's settings for one upstream at `/`: the demo's breaker (threshold 5,
@@ -238,13 +271,30 @@ pub fn rejected(answer: &Answer) -> bool {
 /// `clients` threads, each sending `each` requests in a row on its own connection;
 /// every answer, in no particular order.
 pub fn burst(addr: SocketAddr, path: &str, clients: usize, each: usize) -> Vec<Answer> {
+    let path = path.to_owned();
+    in_turn(addr, clients, each, move |client| client.get(&path))
+}
+
+/// The same with POSTs of `body`.
+pub fn burst_posts(addr: SocketAddr, body: &[u8], clients: usize, each: usize) -> Vec<Answer> {
+    let body = body.to_vec();
+    in_turn(addr, clients, each, move |client| {
+        client.post("/upload", &body)
+    })
+}
+
+/// `clients` threads, each making `each` requests with `request` on its own connection.
+fn in_turn<F>(addr: SocketAddr, clients: usize, each: usize, request: F) -> Vec<Answer>
+where
+    F: Fn(&mut Client) -> anyhow::Result<Answer> + Clone + Send + 'static,
+{
     let handles: Vec<_> = (0..clients)
         .map(|_| {
-            let path = path.to_owned();
+            let request = request.clone();
             thread::spawn(move || {
                 let mut client = Client::new(addr);
                 (0..each)
-                    .map(|_| client.get(&path).expect("an answer"))
+                    .map(|_| request(&mut client).expect("an answer"))
                     .collect::<Vec<_>>()
             })
         })
@@ -253,6 +303,27 @@ pub fn burst(addr: SocketAddr, path: &str, clients: usize, each: usize) -> Vec<A
         .into_iter()
         .flat_map(|h| h.join().expect("a client thread"))
         .collect()
+}
+
+/// The guard for `upstream` with the tests' settings, a store of its own and a scripted
+/// clock.
+pub fn guard_for(upstream: &Upstream) -> Server {
+    let clock = tripgate_edge::FakeClock::new();
+    serve_with(
+        tripgate_edge::Handler::Guard,
+        &settings(&upstream.url()),
+        &tripgate_edge::KeyValue::new(),
+        Some(&clock),
+    )
+}
+
+/// Requests through `addr` until the breaker trips: five faults, then a rejection.
+pub fn trip(addr: SocketAddr) {
+    let mut client = Client::new(addr);
+    for n in 0..5 {
+        assert!(!rejected(&client.get("/").unwrap()), "request {n}");
+    }
+    assert!(rejected(&client.get("/").unwrap()), "tripped");
 }
 
 /// `clients` threads sending requests in a row until each has `wanted` answers that
@@ -300,4 +371,35 @@ pub fn assert_no_outcome_lost(addr: SocketAddr, upstream: &Upstream) {
         answers.iter().filter(|a| rejected(a)).count() as u64,
         80 - received
     );
+}
+
+/// A request whose head promises a body of 1 MiB, of which 10 bytes are sent.
+pub fn unfinished(addr: SocketAddr, path: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).expect("connects");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-length: 1048576\r\n\r\n0123456789"
+    )
+    .unwrap();
+    stream.flush().unwrap();
+    stream
+}
+
+pub fn answer_to(stream: TcpStream) -> Answer {
+    read_answer(&mut BufReader::new(stream)).expect("an answer")
+}
+
+/// Waits until `done`, at most `limit`.
+pub fn wait_for(limit: Duration, done: impl Fn() -> bool) -> bool {
+    let started = Instant::now();
+    while !done() {
+        if started.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
 }

@@ -90,7 +90,12 @@ impl Model {
 
     fn grown(&self, cooldown: u64) -> u64 {
         let grown = ((cooldown as f64 * self.c.backoff_factor) as u64).max(cooldown);
-        self.c.max_cooldown.map_or(grown, |m| grown.min(m))
+        // SPEC.md § Cooldown: capped at `max-cooldown`, or at 64 cooldowns without one.
+        let cap = self
+            .c
+            .max_cooldown
+            .unwrap_or(self.c.cooldown.saturating_mul(64));
+        grown.min(cap.max(cooldown))
     }
 
     fn enter(&mut self, to: State, reason: Reason, at: u64, moves: &mut Moves) {
