@@ -1,6 +1,10 @@
 // Type declarations for `tripgate` (both entry points: `tripgate/node` and `tripgate/web`;
 // the bare `tripgate` picks one by runtime condition).
 
+// `[Symbol.dispose]` (a `using` declaration): TypeScript 5.2's lib, whatever `target` or `lib`
+// the project compiles with.
+/// <reference lib="esnext.disposable" />
+
 /** The breaker's state. `open` past its cooldown reads `half-open`. */
 export type State = 'closed' | 'open' | 'half-open' | 'isolated' | 'disabled';
 
@@ -407,7 +411,7 @@ export type InitInput = { module_or_path: WebAssembly.Module | BufferSource | UR
 
 /**
  * Workers and edge runtimes (`tripgate/web`): instantiate the wasm module before the first
- * breaker. A no-op on Node.
+ * breaker. A no-op once it is (on Node and Deno, the bare `tripgate` does it at import).
  */
 export declare function initSync(input?: SyncInitInput): void;
 export declare function init(input?: InitInput): Promise<void>;

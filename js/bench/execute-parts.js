@@ -81,7 +81,7 @@ async function count(calls) {
 /** The ladder's ops, one function each: a shared helper would make its call sites polymorphic. */
 async function ladderOps() {
   const { CircuitBreaker } = await import('../src/node.js');
-  const bindings = await import('../pkg/node/tripgate_wasm.js');
+  const bindings = await import('../pkg/web/tripgate_wasm.js');
   const { readOptions } = await import('../src/options.js');
   const { SUCCESS } = await import('../src/classify.js');
   const cockatiel = await import('cockatiel');

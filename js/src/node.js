@@ -1,13 +1,9 @@
-// Node entry point (ESM): the wasm module is compiled and instantiated synchronously at
-// import, from the file next to the glue (wasm-bindgen --target experimental-nodejs-module).
-import * as bindings from '../pkg/node/tripgate_wasm.js';
-import { install } from './tables.js';
+// Node entry point (ESM): the package's wasm module, compiled from its file at import and
+// instantiated by the web entry's glue, so Node and the web share one .wasm. `initSync` and
+// `init` are then no-ops, kept so that code written for workers runs unchanged.
+import module from './wasm/node.js';
+import { initSync } from './web.js';
 
-install(bindings);
+initSync({ module });
 
-export * from './api.js';
-
-/** Node needs no initialisation; present so code written for workers runs unchanged. */
-export function initSync() {}
-/** Node needs no initialisation; present so code written for workers runs unchanged. */
-export async function init() {}
+export * from './web.js';

@@ -1,8 +1,9 @@
-// Entry point for workers, edge runtimes and browsers (wasm-bindgen --target web). Nothing
-// is fetched or compiled at import: call `initSync({ module })` with a compiled
-// `WebAssembly.Module` (edge runtimes hand one to you for an imported .wasm file, see
-// `tripgate/tripgate.wasm`), or `await init()` / `await init({ module_or_path })`.
-// `Rejected`, `states`, `configFields` and the other tables are filled in then.
+// Entry point for workers, edge runtimes and browsers (wasm-bindgen --target web), and the
+// one glue every entry shares (node.js and deno.js instantiate it at import). Nothing is
+// fetched or compiled at import: call `initSync({ module })` with a compiled
+// `WebAssembly.Module` (`tripgate/tripgate.wasm` is one in workerd, Deno and Node), or
+// `await init()` / `await init({ module_or_path })`. `Rejected`, `states`, `configFields`
+// and the other tables are filled in then.
 import initWasm, * as bindings from '../pkg/web/tripgate_wasm.js';
 import { install } from './tables.js';
 

@@ -11,13 +11,23 @@ test("'tripgate' resolves to the Node entry on Node", async () => {
   assert.equal(new byName.CircuitBreaker().state, 'closed');
 });
 
-test("'tripgate/web' is the workers entry; 'tripgate/tripgate.wasm' is its module", async () => {
+test("'tripgate/web' is the workers entry and shares the Node entry's one wasm instance", async () => {
   const web = await import('tripgate/web');
-  assert.equal(typeof web.initSync, 'function');
-  const wasmPath = fileURLToPath(import.meta.resolve('tripgate/tripgate.wasm'));
-  assert.ok(existsSync(wasmPath));
-  web.initSync({ module: new WebAssembly.Module(readFileSync(wasmPath)) });
+  const node = await import('tripgate');
+  assert.equal(web.CircuitBreaker, node.CircuitBreaker);
   assert.equal(new web.CircuitBreaker().state, 'closed');
+});
+
+test("'tripgate/tripgate.wasm' is the one .wasm file, or on Node a module whose default is it compiled", async () => {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  const wasmFile = new URL(`../${pkg.exports['./tripgate.wasm'].default}`, import.meta.url);
+  for (const condition of ['workerd', 'worker', 'browser', 'default']) {
+    assert.equal(new URL(`../${pkg.exports['./tripgate.wasm'][condition]}`, import.meta.url).href, wasmFile.href, condition);
+  }
+  const { default: module } = await import('tripgate/tripgate.wasm');
+  assert.ok(module instanceof WebAssembly.Module);
+  assert.deepEqual(WebAssembly.Module.exports(module), WebAssembly.Module.exports(new WebAssembly.Module(readFileSync(wasmFile))));
+  assert.ok(existsSync(fileURLToPath(wasmFile)));
 });
 
 test('package.json pins every dependency exactly', () => {

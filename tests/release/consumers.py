@@ -151,8 +151,14 @@ def npm(artifacts, work):
     project = work / "use-npm"
     project.mkdir()
     (tarball,) = (artifacts / "npm").glob("tripgate-*.tgz")
+    packed = dict(members(tarball))
+    wasm = sorted(name for name in packed if name.endswith(".wasm"))
+    if wasm != ["package/pkg/web/tripgate_wasm_bg.wasm"] or not all(f"package/{n}" in packed for n in ("LICENSE-MIT", "LICENSE-APACHE")):
+        raise SystemExit(f"{tarball.name}: want one wasm and both licenses; it holds {sorted(packed)}")
+    print(f"  {tarball.name}: {tarball.stat().st_size} bytes, {len(packed)} files, one wasm ({len(packed[wasm[0]])} bytes)")
     run(["npm", "init", "-y"], project)
-    run(["npm", "install", "--no-audit", "--no-fund", str(tarball)], project)
+    installed = run(["npm", "install", "--no-audit", "--no-fund", str(tarball)], project)
+    print(f"  npm install {tarball.name}: {' '.join(installed.split())}")
     package = json.loads((project / "package.json").read_text())
     package["type"] = "module"
     (project / "package.json").write_text(json.dumps(package, indent=2))
@@ -162,17 +168,15 @@ def npm(artifacts, work):
 
 
 def typescript(readme, project):
-    """The README's TypeScript example, as a user with `strict` on would compile it."""
+    """The README's TypeScript example, as a user with `strict` on would compile it (the
+    settings js/test/tarball/install.test.js compiles it with too)."""
     version = json.loads((ROOT / "js/package.json").read_text())["devDependencies"]["typescript"]
     run(["npm", "install", "--no-audit", "--no-fund", f"typescript@{version}"], project)
     (project / "example.ts").write_text(example(readme, "ts"))
-    (project / "tsconfig.json").write_text(json.dumps({
-        "compilerOptions": {"strict": True, "noEmit": True, "target": "es2022", "module": "nodenext",
-                            "moduleResolution": "nodenext", "skipLibCheck": False},
-        "files": ["example.ts"],
-    }))
+    config = json.loads((ROOT / "js/test/tarball/consumer-tsconfig.json").read_text())
+    (project / "tsconfig.json").write_text(json.dumps({**config, "files": ["example.ts"]}))
     run([str(project / "node_modules/.bin/tsc"), "-p", "."], project)
-    print("  npm package's TypeScript example: tsc --strict passes")
+    print(f"  npm package's TypeScript example: tsc {version} --strict passes")
 
 
 # ---- Python ----------------------------------------------------------------------------

@@ -28,7 +28,7 @@ pub(crate) fn node_member() -> Option<PathBuf> {
     // The script needs the JS package built (js/pkg) and its redis client installed.
     let js = script.parent().and_then(|examples| examples.parent());
     let built = js.is_some_and(|js| {
-        js.join("pkg/node/tripgate_wasm.js").is_file() && js.join("node_modules/redis").is_dir()
+        js.join("pkg/web/tripgate_wasm_bg.wasm").is_file() && js.join("node_modules/redis").is_dir()
     });
     (node && script.is_file() && built).then(|| script.canonicalize().unwrap_or(script))
 }

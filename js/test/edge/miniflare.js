@@ -15,7 +15,8 @@ const read = (path) => readFileSync(new URL(path, JS), 'utf8');
  */
 function modules() {
   // prometheus.js and otel.js import their peer dependencies, which a Worker has not.
-  const entries = ['node.js', 'web.js', 'prometheus.js', 'otel.js'];
+  // node.js and deno.js load the module with node:fs or a source phase import (src/wasm/).
+  const entries = ['node.js', 'deno.js', 'web.js', 'prometheus.js', 'otel.js'];
   const shared = readdirSync(new URL('src/', JS)).filter((f) => f.endsWith('.js') && !entries.includes(f));
   return [
     { type: 'ESModule', path: '/worker/worker.js', contents: read('examples/worker/worker.js') },
