@@ -75,4 +75,14 @@ cargo test --release -p tripgate-redis --features server,tls --test tls
 step "Rust: the wasi:http guard composed with the component, served by wasmtime over real HTTP, a fresh instance per request (tripgate-edge)"
 cargo test --release -p tripgate-edge
 
+# Every artifact a registry would get, built into one folder from this checkout, then each
+# installed into an empty project outside it (Cargo with [patch] to the .crate files on the
+# toolchain each crate claims, npm install of the tarball, pip install of the wheel and of
+# the sdist on Rust 1.95), running its README's first example verbatim.
+step "release: every artifact built for a registry, installed into an empty project, its README's first example run"
+TARGET="$(cargo metadata --format-version 1 --no-deps |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+bash tests/release/artifacts.sh "$TARGET/release-artifacts"
+python3 tests/release/consumers.py "$TARGET/release-artifacts"
+
 exit "$js_status"
