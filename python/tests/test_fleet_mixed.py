@@ -57,7 +57,7 @@ def node_missing():
     js = node_script().parent.parent
     if shutil.which("node") is None:
         return "node is not on PATH"
-    if not (js / "pkg" / "node" / "tripgate_wasm.js").is_file():
+    if not (js / "pkg" / "web" / "tripgate_wasm_bg.wasm").is_file():
         return "js/pkg is not built (bash js/scripts/test.sh builds it; tests/run-all.sh runs the Python tests first)"
     if not (js / "node_modules" / "redis").is_dir():
         return "js/node_modules/redis is not installed (npm install in js/)"
@@ -277,6 +277,8 @@ def test_python_and_rust_members_share_a_fleet():
 
 def test_python_rust_and_node_members_share_a_fleet():
     missing = node_missing()
+    if missing and os.environ.get("TRIPGATE_NODE_MEMBER_REQUIRED"):
+        pytest.fail(f"the Node member was built for this run, yet: {missing}")
     if missing:
         pytest.skip(f"no Node member: {missing}")
     spread = run_mixed(with_node=True)

@@ -58,10 +58,10 @@ st+=[S(100,"changed",{"command":{"vote":{"entry":vote("payments",ME,0),"window-m
  S(101,"reply",{"command":{"next-generation":{}}},reply={"voted":{"now-ms":1000000,"votes":[[vote("payments",ME,0),1000000]]}}),
  S(102,"reply",{"command":{"publish":{"line":line("payments",1,"open",4998,ME),"expire-ms":4998}}},reply={"generation":1}),
  S(103,"reply",{"command":None,"counts":{"published":1}},reply={"published":{}}),
- S(110,"message",{"command":None,"generation":1,"state":"open","cooldown-remaining-ms":4998},line=line("payments",1,"open",4998,ME)),
+ S(110,"message",{"command":None,"generation":1,"state":"open","cooldown-remaining-ms":4990,"counts":{"received":1,"stale":0}},line=line("payments",1,"open",4998,ME)),
 ]
 write(2,"a-trip-votes-and-opens-the-fleet-at-quorum",
- "A local trip is a vote; with the quorum reached the member asks for a generation and publishes an open for what is left of its own opening (rounded up to whole ms), stored for as long; its own message then fences its generation, and the fleet's remaining time is the one that counts.",
+ "A local trip is a vote; with the quorum reached the member asks for a generation and publishes an open for what is left of its own opening (rounded up to whole ms), stored for as long, and takes that generation as it sends it: its own message, and its own stored open read back after its cooldown ran out, are no news and move it nowhere.",
  ["FLEET.md 2: one trip opens the fleet","FLEET.md 4: fencing","FLEET.md 6: quorum"], cfg, mem(), st)
 
 # 3 signed quorum of two
@@ -95,6 +95,7 @@ write(4,"a-signed-quorum-of-two-opens-the-fleet",
  ["FLEET.md 6: quorum against poisoning"], cfg3, mem(KEY), st)
 
 FREE1=free(1)
+FREE2=free(2)  # the holder's notice once it published its close (generation 2)
 # 5 idle member never takes the lease; demand takes it; release when no probe out
 cfg5={"fleet-quorum":1,"cooldown-ms":1000,"probe-timeout-ms":3000,"half-open-required-successes":2}
 st=[S(0,"up",{"command":READ}),
@@ -113,7 +114,7 @@ st=[S(0,"up",{"command":READ}),
  S(1950,"record",{"command":None,"state":"closed"},permit="p2",outcome="success"),
  S(1950,"changed",{"command":{"next-generation":{}},"breaker-lease":False}),
  S(1951,"reply",{"command":{"publish":{"line":line("payments",2,"close",0,ME),"expire-ms":None}}},reply={"generation":2}),
- S(1952,"reply",{"command":{"release-lease":{"holder":HOLDER,"notice":FREE1}},"counts":{"published":1}},reply={"published":{}}),
+ S(1952,"reply",{"command":{"release-lease":{"holder":HOLDER,"notice":FREE2}},"counts":{"published":1}},reply={"published":{}}),
  S(1953,"reply",{"command":None,"lease-held":False},reply={"released":{}}),
 ]
 write(5,"the-lease-goes-to-a-member-with-a-call-and-its-round-ends-in-it",
@@ -261,4 +262,20 @@ st=[S(0,"up",{"command":READ}),
 write(15,"a-free-notice-lets-a-waiting-member-ask-at-once",
  "A holder that gives the lease back tells the fleet; a member waiting for it asks at once instead of when the holder's lease would have run out. A forged or malformed notice changes nothing, and one that arrives while the member holds the lease is moot.",
  ["FLEET.md 12: recovery never waits on an idle member","FLEET.md 14: cheap at scale"], cfg5, mem(KEY, interval=60000), st)
+# 16 the author's own news, late
+st=[S(0,"up",{"command":READ}), S(0,"reply",{"command":None},reply={"read":{"event-ttl-ms":-2}})]
+st+=trip(100)
+st+=[S(100,"changed",{"command":{"vote":{"entry":vote("payments",ME,0),"window-ms":5000}},"state":"open"}),
+ S(101,"reply",{"command":{"next-generation":{}}},reply={"voted":{"now-ms":1000000,"votes":[[vote("payments",ME,0),1000000]]}}),
+ S(102,"reply",{"command":{"publish":{"line":line("payments",1,"open",4998,ME),"expire-ms":4998}},"generation":1},reply={"generation":1}),
+ S(103,"reply",{"command":None,"counts":{"published":1}},reply={"published":{}}),
+ # Its cooldown runs out before the store's copy does (the store's clock is its own).
+ S(5100,"tick",{"command":READ,"state":"half-open"}),
+ S(5101,"reply",{"command":None,"state":"half-open","generation":1,"counts":{"applied":0,"stale":0}},
+   reply={"read":{"event":line("payments",1,"open",4998,ME),"event-ttl-ms":40,"generation":"1"}}),
+ S(5102,"message",{"command":None,"state":"half-open","counts":{"received":1,"applied":0,"stale":0}},line=line("payments",1,"open",4998,ME)),
+]
+write(16,"a-members-own-news-never-moves-it-later",
+ "A member takes the generation of the event it publishes as it sends it: its breaker already stands there. Its own stored open read back, or its own message delivered late, after its cooldown ran out and it went half-open, neither re-opens it nor counts as stale.",
+ ["FLEET.md 4: fencing"], cfg, mem(), st)
 print("ok")

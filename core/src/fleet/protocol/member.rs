@@ -3,7 +3,7 @@
 use alloc::string::String;
 
 use super::lease::{Lease, Step};
-use super::{Command, Counts, Input, Link, Settings};
+use super::{Command, Counts, Input, Link, Settings, View};
 use crate::fleet::scripts::Script;
 use crate::fleet::store::{self, Fault};
 use crate::fleet::wire::{self, Ignored, Keys, Line, Message, Signer};
@@ -63,6 +63,9 @@ pub struct Protocol {
     wants_lease: bool,
     /// The stored event last read, to count a bad one once, not at every reconcile.
     last_stored: Option<u64>,
+    /// The generation of the last event this member published: its echo on the channel
+    /// is no news, not a stale event.
+    echo: Option<u64>,
     counts: Counts,
 }
 
@@ -85,6 +88,7 @@ impl Protocol {
             lease_retry_at: 0,
             wants_lease: false,
             last_stored: None,
+            echo: None,
             counts: Counts::default(),
         }
     }
@@ -246,6 +250,7 @@ impl Protocol {
             FleetApplied::Applied | FleetApplied::Held => {
                 self.counts.applied = self.counts.applied.saturating_add(1);
             }
+            FleetApplied::Stale if self.echo == Some(message.generation) => {}
             FleetApplied::Stale => self.counts.ignore(Ignored::Stale),
             FleetApplied::NotInFleet => {}
         }
@@ -259,11 +264,11 @@ impl Protocol {
         p: Publishing,
         generation: u64,
     ) {
+        let view = link.view();
         let remaining_ms = match p.kind {
             FleetEventKind::Close => 0,
             FleetEventKind::Open => {
                 // What is left of this breaker's own opening: nothing to tell once it ended.
-                let view = link.view();
                 if view.state != State::Open || view.cooldown_remaining == 0 {
                     return;
                 }
@@ -272,6 +277,7 @@ impl Protocol {
                     .min(wire::MAX_NUMBER)
             }
         };
+        self.author(link, &view, generation, p.kind);
         let message = Message {
             generation,
             kind: p.kind,
@@ -281,6 +287,29 @@ impl Protocol {
         let line = wire::encode(&self.settings.name, &message, signer);
         let expire_ms = (p.kind == FleetEventKind::Open).then_some(remaining_ms);
         self.ask(Command::Publish { line, expire_ms }, Awaiting::Publish(p));
+    }
+
+    /// Takes `generation` as applied on this member's own breaker, which already stands
+    /// where the event it publishes puts it (an open with its own cooldown, a close), so
+    /// that neither the event's echo nor the stored copy read back moves it later: a
+    /// tripper half-open by then would otherwise open again on its own news.
+    fn author(&mut self, link: &mut impl Link, view: &View, generation: u64, kind: FleetEventKind) {
+        let stands = match kind {
+            FleetEventKind::Open => view.state == State::Open,
+            FleetEventKind::Close => view.state == State::Closed,
+        };
+        if stands {
+            let remaining = match kind {
+                FleetEventKind::Open => view.cooldown_remaining,
+                FleetEventKind::Close => 0,
+            };
+            link.apply(FleetEvent {
+                generation,
+                kind,
+                remaining,
+            });
+            self.echo = Some(generation);
+        }
     }
 
     fn publish(&mut self, announcement: Announcement, kind: FleetEventKind) {
