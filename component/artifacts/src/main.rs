@@ -69,7 +69,11 @@ fn check() -> Result<String, String> {
 
 /// The workspace's root: two levels above this crate.
 fn workspace() -> Result<PathBuf, String> {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // `cargo run` says where this crate is now; the path built in may be another
+    // checkout's when a target dir is shared.
+    let manifest = env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     manifest
         .ancestors()
         .nth(2)
