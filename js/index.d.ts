@@ -315,10 +315,11 @@ export declare class CircuitBreaker {
   /**
    * Runs `fn(signal)` through the breaker and records its outcome exactly once: a resolved
    * value with a numeric `status`/`statusCode` (a fetch `Response`) by that status, other
-   * values as success; a thrown error by its `status`/`statusCode`, as `connection-error`
-   * for ECONNREFUSED, ECONNRESET, ENOTFOUND, ETIMEDOUT, EAI_AGAIN (also in `cause`, as
-   * fetch wraps them), as `timeout` for this call's own timeout or a `TimeoutError`, as
-   * `cancelled` for the caller's abort or an `AbortError`, else as `failure`. The `cause`
+   * values as success; a thrown error by its `status`/`statusCode`, else by its `code` and
+   * `name` through the core's error table (`connection-error` for ECONNREFUSED,
+   * ECONNRESET, ENOTFOUND, EAI_AGAIN and undici's socket errors, also in `cause`, as fetch
+   * wraps them; `timeout` for ETIMEDOUT, this call's own timeout or a `TimeoutError`;
+   * `cancelled` for the caller's abort or an `AbortError`), else as `failure`. The `cause`
    * chain (and an `AggregateError`'s first error) is read at most 8 errors deep, the
    * error itself included: the core's `MAX_CAUSES`, the depth the Rust hosts follow.
    * Rejects with `CircuitOpenError` when turned away (unless `fallback` is given).

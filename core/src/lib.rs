@@ -56,6 +56,7 @@ mod table;
 
 mod codec;
 mod config;
+pub mod errors;
 pub mod exposition;
 pub mod fleet;
 #[cfg(feature = "alloc")]
@@ -81,6 +82,7 @@ pub use config::{
     Config, ConfigError, Field, FieldKind, Rule, MAX_BACKOFF_FACTOR, MAX_BUCKETS, MAX_PROBES,
     MAX_QUORUM, MAX_WINDOW_CALLS, UNCAPPED_BACKOFF_BOUND,
 };
+pub use errors::{ErrorName, ErrorRule};
 pub use fleet::{
     Announcement, AnnouncementKind, FleetApplied, FleetEvent, FleetEventKind, FleetStatus,
 };

@@ -85,20 +85,40 @@ export function valueCode(value) {
   return SUCCESS;
 }
 
-/** Error codes that mean the connection failed: the upstream is unreachable. */
-const CONNECTION_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EAI_AGAIN', 'EPIPE',
-  'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'EADDRNOTAVAIL',
-  // undici (Node's fetch) wraps socket failures in these.
-  'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_CLOSED',
-]);
-/** Error codes that mean the call itself took too long. */
-const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ABORT_ERR_TIMEOUT']);
+/**
+ * The core's error table (js/crate/src/tables.rs `errorRules`), by the name an error
+ * carries: for each of `errno`, `code` and `kind`, text -> [rule index, outcome code]. An
+ * error's `code` is an errno name or a library's code; its `name` is its kind. The rule
+ * of lowest index among those an error carries decides.
+ */
+let errorRules = { errno: new Map(), code: new Map(), kind: new Map() };
+
+onInstall((t) => {
+  errorRules = { errno: new Map(), code: new Map(), kind: new Map() };
+  t.errorRules.forEach(([name, text, outcome], index) => {
+    errorRules[name].set(text, [index, kindCodes.get(outcome)]);
+  });
+});
+
+/** The outcome code the names `code` and `name` carry by the core's table, or -1. */
+function namedCode(code, name) {
+  let best = null;
+  const consider = (rule) => {
+    if (rule !== undefined && (best === null || rule[0] < best[0])) best = rule;
+  };
+  if (typeof code === 'string') {
+    consider(errorRules.errno.get(code));
+    consider(errorRules.code.get(code));
+  }
+  if (typeof name === 'string') consider(errorRules.kind.get(name));
+  return best === null ? -1 : best[1];
+}
 
 /**
  * The outcome code of an error `fn` threw: the status it carries (the rule above); a gRPC
- * status of a grpc-js error; a connection failure or timeout by its `code`;
- * `TimeoutError` as a timeout and `AbortError` as cancelled; else a generic failure.
+ * status of a grpc-js error; what its `code` and `name` say by the core's error table
+ * (`ECONNREFUSED` a connection error, `TimeoutError` a timeout, `AbortError` cancelled);
+ * else a generic failure.
  * Walks `cause` (fetch wraps socket errors as `TypeError: fetch failed` with the real
  * error as its cause) and the first error of an `AggregateError`, reading at most
  * MAX_CAUSES errors (the error itself included), the depth the Rust hosts follow
@@ -112,16 +132,12 @@ export function errorCode(error) {
       const status = statusCodeOf(err);
       if (status >= 0) return status;
       const code = err.code;
-      if (typeof code === 'string') {
-        if (CONNECTION_CODES.has(code)) return CONNECTION_ERROR;
-        if (TIMEOUT_CODES.has(code)) return TIMEOUT;
-      } else if (typeof code === 'number' && Number.isInteger(code) && code >= 0 && code <= GRPC_MAX &&
+      if (typeof code === 'number' && Number.isInteger(code) && code >= 0 && code <= GRPC_MAX &&
         'details' in err && 'metadata' in err) {
         return GRPC_BASE + code; // @grpc/grpc-js ServiceError
       }
-      const name = err.name;
-      if (name === 'TimeoutError') return TIMEOUT;
-      if (name === 'AbortError') return CANCELLED;
+      const named = namedCode(code, err.name);
+      if (named >= 0) return named;
       if (read === MAX_CAUSES) break;
       const cause = err.cause;
       if (cause !== undefined && cause !== err) {

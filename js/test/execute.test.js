@@ -33,7 +33,7 @@ describe('classification', () => {
     ['ECONNREFUSED', errorWith({ code: 'ECONNREFUSED' }), 'connection-error'],
     ['ECONNRESET', errorWith({ code: 'ECONNRESET' }), 'connection-error'],
     ['ENOTFOUND', errorWith({ code: 'ENOTFOUND' }), 'connection-error'],
-    ['ETIMEDOUT', errorWith({ code: 'ETIMEDOUT' }), 'connection-error'],
+    ['ETIMEDOUT', errorWith({ code: 'ETIMEDOUT' }), 'timeout'],
     ['EAI_AGAIN', errorWith({ code: 'EAI_AGAIN' }), 'connection-error'],
     ['fetch failed (cause ECONNREFUSED)', new TypeError('fetch failed', { cause: errorWith({ code: 'ECONNREFUSED' }) }), 'connection-error'],
     ['AggregateError of ECONNREFUSED', new AggregateError([errorWith({ code: 'ECONNREFUSED' })]), 'connection-error'],

@@ -18,6 +18,7 @@
 )]
 
 mod breaker;
+mod classify;
 mod clock;
 mod deadline;
 mod fleet;
@@ -74,6 +75,13 @@ fn classify_result(value: &Bound<'_, PyAny>) -> PyResult<String> {
     outcome::of_value(value).map(outcome::name_of)
 }
 
+/// How `call` reads a raised exception, as an outcome name (`crate::classify`): what its
+/// status, gRPC code or names say by the core's error table, through its chain of causes.
+#[pyfunction]
+fn classify_error(error: &Bound<'_, pyo3::exceptions::PyBaseException>) -> PyResult<String> {
+    outcome::of_error(error.as_any()).map(outcome::name_of)
+}
+
 fn kind_name(kind: FieldKind) -> &'static str {
     match kind {
         FieldKind::Count => "count",
@@ -104,6 +112,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(deadline::start_deadline, m)?)?;
     m.add_function(wrap_pyfunction!(exposition_families, m)?)?;
     m.add_function(wrap_pyfunction!(classify_result, m)?)?;
+    m.add_function(wrap_pyfunction!(classify_error, m)?)?;
     m.add_class::<fleet::FleetMember>()?;
     m.add_class::<fleet::FleetWaker>()?;
     m.add_class::<fleet::FleetBackoff>()?;

@@ -3,8 +3,8 @@
 //! The rules are the core's (`SPEC.md` § Outcomes): the Python side only says what it
 //! saw. A returned value with an HTTP status (`status_code`, then `status`: `requests`,
 //! `httpx`, `aiohttp` responses) reports that status; any other value is a success. A
-//! raised exception is classified by `tripgate._classify.classify_error` (timeouts,
-//! connection errors, statuses and gRPC codes through the cause chain); an exception
+//! raised exception is classified by `crate::classify` (the core's error table, statuses
+//! and gRPC codes, through the cause chain); an exception
 //! that is not an `Exception` (`KeyboardInterrupt`, `asyncio.CancelledError`) is
 //! `cancelled`. A breaker's `classify` option replaces both.
 
@@ -115,37 +115,20 @@ fn of_response(value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
     })
 }
 
-/// What `tripgate._classify.classify_error` returns, as an outcome.
-fn from_classifier(result: &Bound<'_, PyAny>) -> PyResult<Outcome> {
-    if let Ok(text) = result.cast::<PyString>() {
-        return parse_name(&text.to_cow()?);
-    }
-    Err(PyTypeError::new_err(
-        "the error classifier must return an outcome name such as 'timeout' or 'status:503'",
-    ))
-}
-
-static CLASSIFY_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-/// A raised exception's outcome by the package's rules; `Err` only for an interrupt
-/// raised while it is classified (a `KeyboardInterrupt` from a signal).
-pub fn of_error(py: Python<'_>, error: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+/// A raised exception's outcome by the package's rules (`crate::classify`); `Err` only
+/// for an interrupt raised while it is classified (a `KeyboardInterrupt` from a signal).
+pub fn of_error(error: &Bound<'_, PyAny>) -> PyResult<Outcome> {
     if is_interrupt(error) {
         // KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError: the
         // caller gave up, no evidence about the upstream.
         return Ok(Outcome::Cancelled);
     }
-    let classify = CLASSIFY_ERROR.import(py, "tripgate._classify", "classify_error");
-    match classify.and_then(|f| f.call1((error,))) {
-        Ok(result) => Ok(from_classifier(&result).unwrap_or(Outcome::Failure)),
-        Err(raised) if is_interrupt(raised.value(py)) => Err(raised),
-        Err(_) => Ok(Outcome::Failure),
-    }
+    crate::classify::of_exception(error)
 }
 
 /// Any outcome a caller hands `record`: a name, an HTTP status (int), an exception, a
 /// response (by its status), or `None` (success).
-pub fn of_any(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+pub fn of_any(value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
     if value.is_none() {
         return Ok(Outcome::Success);
     }
@@ -164,7 +147,7 @@ pub fn of_any(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
         return status(n);
     }
     if value.is_instance_of::<pyo3::exceptions::PyBaseException>() {
-        return of_error(py, value);
+        return of_error(value);
     }
     match status_of(value)? {
         Some(code) => {
@@ -197,7 +180,7 @@ pub fn of_custom(
     if result.is_none() {
         return Ok(None);
     }
-    of_any(py, &result).map(Some).map_err(|error| {
+    of_any(&result).map(Some).map_err(|error| {
         if is_interrupt(error.value(py)) {
             return error;
         }

@@ -67,7 +67,8 @@ mod io_rules {
     use std::vec::Vec;
 
     use super::Classify;
-    use tripgate_core::{Outcome, MAX_CAUSES};
+    use crate::errno;
+    use tripgate_core::{errors, ErrorName, Outcome, MAX_CAUSES};
 
     impl Classify for String {
         fn outcome(&self) -> Outcome {
@@ -82,31 +83,27 @@ mod io_rules {
     }
 
     impl Classify for io::ErrorKind {
-        /// Refused, reset, aborted, unreachable or not connected: `connection-error`;
-        /// `TimedOut` and `WouldBlock` (a socket timeout): `timeout`; `Interrupted`:
-        /// `cancelled`; anything else: `failure`.
+        /// By the core's table ([`tripgate_core::errors`]), the kind by its name
+        /// (`ConnectionRefused`, `TimedOut`, ...); a kind it does not name: `failure`.
         fn outcome(&self) -> Outcome {
-            use io::ErrorKind as K;
-            match self {
-                K::ConnectionRefused
-                | K::ConnectionReset
-                | K::ConnectionAborted
-                | K::NotConnected
-                | K::AddrNotAvailable
-                | K::BrokenPipe
-                | K::HostUnreachable
-                | K::NetworkUnreachable
-                | K::NetworkDown => Outcome::ConnectionError,
-                K::TimedOut | K::WouldBlock => Outcome::Timeout,
-                K::Interrupted => Outcome::Cancelled,
-                _ => Outcome::Failure,
-            }
+            let kind = std::format!("{self:?}");
+            errors::outcome_of(|name, text| name == ErrorName::Kind && text == kind)
+                .unwrap_or(Outcome::Failure)
         }
     }
 
     impl Classify for io::Error {
+        /// By the core's table: the raw OS error by its errno name (`EHOSTDOWN`, which
+        /// `io::ErrorKind` does not tell apart), then the kind by its name.
         fn outcome(&self) -> Outcome {
-            self.kind().outcome()
+            let kind = std::format!("{:?}", self.kind());
+            let raw = self.raw_os_error();
+            errors::outcome_of(|name, text| match name {
+                ErrorName::Errno => raw.is_some_and(|code| errno::code(text) == Some(code)),
+                ErrorName::Kind => text == kind,
+                ErrorName::Code => false,
+            })
+            .unwrap_or(Outcome::Failure)
         }
     }
 

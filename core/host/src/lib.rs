@@ -28,6 +28,7 @@ pub mod call;
 mod classify;
 pub mod clock;
 mod coarse;
+mod errno;
 pub mod fleet;
 mod listener;
 #[allow(unsafe_code)]
@@ -43,6 +44,7 @@ pub use call::CallError;
 pub use classify::{error_outcome, Classify, Status};
 pub use clock::{Clock, FakeClock, MonotonicClock};
 pub use coarse::{CoarseClock, QuantaClock, COARSE_TICK};
+pub use errno::code as errno_code;
 pub use listener::{AlreadyWatched, Listener, ListenerSlot, Watcher};
 pub use lock::Lock;
 pub use registry::{Readings, Registry};

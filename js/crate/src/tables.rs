@@ -11,8 +11,8 @@
 use core::fmt::Write;
 
 use tripgate_core::{
-    AnnouncementKind, Class, Field, FieldKind, FleetApplied, FleetEventKind, GrpcCode, HttpStatus,
-    OutcomeKind, Reason, RejectReason, State, MAX_CAUSES, MAX_TRANSITIONS,
+    errors, AnnouncementKind, Class, Field, FieldKind, FleetApplied, FleetEventKind, GrpcCode,
+    HttpStatus, OutcomeKind, Reason, RejectReason, State, MAX_CAUSES, MAX_TRANSITIONS,
 };
 use wasm_bindgen::prelude::*;
 
@@ -53,7 +53,8 @@ fn name(out: &mut String, name: &str) {
 }
 
 /// The tables as JSON: `states`, `reasons`, `rejectReasons`, `classes`, `outcomeKinds`,
-/// `fleetEventKinds`, `fleetApplied`, `announcementKinds` (names, index = code), `fields`
+/// `fleetEventKinds`, `fleetApplied`, `announcementKinds` (names, index = code),
+/// `errorRules` (the core's error table, in order: `[name, text, outcome kind]`), `fields`
 /// (`{ name, option, kind }` by code), and the numbers of the wasm interface (`codes`,
 /// limits and layouts; the reading limit is [`reading_limit_ms`]), among them
 /// `maxCauses`: how deep the classifier follows an error's `cause` ([`MAX_CAUSES`], the
@@ -82,6 +83,15 @@ pub fn tables() -> String {
         AnnouncementKind::ALL,
         |o, c| name(o, c.name()),
     );
+    list(&mut out, "errorRules", errors::RULES, |o, r| {
+        let _ = write!(
+            o,
+            "[\"{}\",\"{}\",\"{}\"]",
+            r.name.name(),
+            r.text,
+            r.outcome.kind().name()
+        );
+    });
     list(&mut out, "fields", Field::ALL, |o, f| {
         let _ = write!(
             o,

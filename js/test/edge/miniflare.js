@@ -13,13 +13,14 @@ const read = (path) => readFileSync(new URL(path, JS), 'utf8');
  * imports (`./breaker.js`, `../pkg/web/tripgate_wasm.js`) land on the names below: every
  * module of src/ but the Node entry sits next to the entry.
  */
-function modules() {
+function modules(worker = read('examples/worker/worker.js'), extra = []) {
   // prometheus.js and otel.js import their peer dependencies, which a Worker has not.
   // node.js and deno.js load the module with node:fs or a source phase import (src/wasm/).
   const entries = ['node.js', 'deno.js', 'web.js', 'prometheus.js', 'otel.js'];
   const shared = readdirSync(new URL('src/', JS)).filter((f) => f.endsWith('.js') && !entries.includes(f));
   return [
-    { type: 'ESModule', path: '/worker/worker.js', contents: read('examples/worker/worker.js') },
+    { type: 'ESModule', path: '/worker/worker.js', contents: worker },
+    ...extra,
     { type: 'ESModule', path: '/worker/tripgate/web', contents: read('src/web.js') },
     { type: 'ESModule', path: '/worker/tripgate/exposition', contents: read('src/exposition.js') },
     ...shared.map((f) => ({ type: 'ESModule', path: `/worker/tripgate/${f}`, contents: read(`src/${f}`) })),
@@ -44,6 +45,31 @@ export async function startWorker({ upstream, persistDir, bindings = {} }) {
     bindings: { UPSTREAM: upstream, ...bindings },
     durableObjects: { BREAKER: { className: 'UpstreamBreaker', useSQLite: true } },
     durableObjectsPersist: persistDir ?? false,
+  });
+  await mf.ready;
+  return mf;
+}
+
+/**
+ * A Miniflare running the error table's vector inside workerd: a Worker whose `fetch` runs
+ * test/errors-vector.js over the vector it is posted, with the package's `classifyError`.
+ */
+export async function startErrorsWorker() {
+  const worker = `
+    import { classifyError, initSync } from 'tripgate/web';
+    import wasm from 'tripgate/tripgate.wasm';
+    import { runErrorsVector } from './errors-vector.js';
+    initSync({ module: wasm });
+    export default {
+      async fetch(request) {
+        return Response.json(runErrorsVector(await request.json(), classifyError));
+      },
+    };`;
+  const runner = { type: 'ESModule', path: '/worker/errors-vector.js', contents: read('test/errors-vector.js') };
+  const mf = new Miniflare({
+    modules: modules(worker, [runner]),
+    modulesRoot: '/worker',
+    compatibilityDate: COMPATIBILITY_DATE,
   });
   await mf.ready;
   return mf;

@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startWorker } from './miniflare.js';
+import { readFileSync } from 'node:fs';
+import { startErrorsWorker, startWorker } from './miniflare.js';
 import { Upstream } from './upstream.js';
 import { normalise, promtoolCheck } from '../exposition-scenario.js';
 
@@ -336,6 +337,20 @@ test('the Worker\'s /__tripgate/prometheus route answers in the Prometheus text 
     assert.equal(families.tripgate_cooldown_remaining_seconds.samples[me], OPTIONS.cooldownMs / 1000 - 2.5);
     assert.equal(families.tripgate_fleet_member.samples[me], 0);
     assert.equal(upstream.hits, OPTIONS.failureThreshold, 'the metrics route calls no upstream');
+  } finally {
+    await mf.dispose();
+  }
+});
+
+test('the error table vector passes on classifyError inside workerd', async () => {
+  const vector = readFileSync(new URL('../../../tests/vectors/errors/errors.json', import.meta.url), 'utf8');
+  const mf = await startErrorsWorker();
+  try {
+    const res = await mf.dispatchFetch('https://edge.example/', { method: 'POST', body: vector });
+    const { ran, skipped, failed } = await res.json();
+    assert.deepEqual(failed, []);
+    assert.equal(skipped.length, 2, skipped.join('\n'));
+    assert.equal(ran, JSON.parse(vector).cases.length - 2);
   } finally {
     await mf.dispose();
   }

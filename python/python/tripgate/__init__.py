@@ -10,10 +10,10 @@ See the package README for the whole API.
 
 from . import _native
 from ._breaker import CircuitBreaker, Guard
-from ._classify import MAX_CAUSES, classify_error
 from ._errors import CallTimeoutError, CircuitOpenError, StateError
 from ._native import (
     CONFIG_FIELDS,
+    MAX_CAUSES,
     OUTCOMES,
     REJECT_REASONS,
     STATES,
@@ -22,6 +22,7 @@ from ._native import (
     Permit,
     Rejection,
     Transition,
+    classify_error,
     classify_result,
 )
 from .registry import Registry

@@ -250,10 +250,8 @@ impl Built {
             return Ok(Outcome::Cancelled);
         }
         match &self.shared.classify {
-            None => outcome::of_error(py, error),
-            Some(classify) => {
-                self.classified(py, classify, error, |e| outcome::of_error(e.py(), e))
-            }
+            None => outcome::of_error(error),
+            Some(classify) => self.classified(py, classify, error, outcome::of_error),
         }
     }
 

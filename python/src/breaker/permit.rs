@@ -72,7 +72,7 @@ impl Permit {
         }
         let outcome = match outcome {
             None => Outcome::Success,
-            Some(value) => match outcome::of_any(py, value) {
+            Some(value) => match outcome::of_any(value) {
                 Ok(outcome) => outcome,
                 Err(error) if outcome::is_interrupt(error.value(py)) => {
                     return self.settle(py, Err(error))
