@@ -204,6 +204,19 @@ impl Config {
             F::WindowCalls,
             R::Between(1, u64::from(MAX_WINDOW_CALLS)),
         )?;
+        // One window: a count window has no span and no buckets, so a span or a bucket
+        // count other than the defaults beside `window-calls` is a mistake, not a choice.
+        let default = Self::default();
+        for (field, shaped) in [
+            (F::Window, self.window != default.window),
+            (F::Buckets, self.buckets != default.buckets),
+        ] {
+            check(
+                self.window_calls.is_none() || !shaped,
+                F::WindowCalls,
+                R::Without(field),
+            )?;
+        }
         // A count window that can never hold `min-calls` outcomes could never trip.
         check(
             self.window_calls
@@ -467,6 +480,10 @@ pub enum Rule {
     /// Must be at least the value of another field (the first) while a third one (the
     /// second) is set.
     AtLeastFieldWhenSet(Field, Field),
+    /// Must not be set beside another field (other than at its default): the two choose
+    /// between shapes the breaker has one of (`window-calls`, a count window, beside
+    /// `window` or `buckets`, a time window's).
+    Without(Field),
     /// Must be a finite number from 1 to [`MAX_BACKOFF_FACTOR`].
     Factor,
     /// Must be a list of codes, each valid (an HTTP status in 100–599, a gRPC code in
@@ -496,14 +513,19 @@ impl Rule {
             Self::Positive => out.word("must be > 0"),
             Self::AtLeastField(other) => {
                 out.word("must be >= ")?;
-                out.word(other.name())
+                out.field(other.code(), other.name())
             }
             Self::AtLeastFieldWhenSet(other, set) => {
                 out.word("must be >= ")?;
-                out.word(other.name())?;
+                out.field(other.code(), other.name())?;
                 out.word(" when ")?;
-                out.word(set.name())?;
+                out.field(set.code(), set.name())?;
                 out.word(" is set")
+            }
+            Self::Without(other) => {
+                out.word("must not be set with ")?;
+                out.field(other.code(), other.name())?;
+                out.word(" (a count of calls has no span and no buckets)")
             }
             Self::List => out.word("must be a list of valid codes"),
             Self::Factor => {
@@ -532,7 +554,7 @@ pub struct ConfigError {
 impl ConfigError {
     /// Writes the error in words (`failure-threshold must be >= 1`).
     pub fn describe<W: Words + ?Sized>(&self, out: &mut W) -> fmt::Result {
-        out.word(self.field.name())?;
+        out.field(self.field.code(), self.field.name())?;
         out.word(" ")?;
         self.rule.describe(out)
     }

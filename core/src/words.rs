@@ -13,6 +13,14 @@ pub trait Words {
     /// Appends `text`.
     fn word(&mut self, text: &str) -> fmt::Result;
 
+    /// Appends the name of the config field whose code is `code` (`name`, as the core
+    /// spells it): a host whose options are named otherwise (`failureThreshold`) writes
+    /// its own name here, so that a message names what its users wrote.
+    fn field(&mut self, code: u8, name: &str) -> fmt::Result {
+        let _ = code;
+        self.word(name)
+    }
+
     /// Appends `n` in decimal.
     fn number(&mut self, n: u64) -> fmt::Result {
         let mut digits = [0u8; 20];

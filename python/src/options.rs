@@ -334,29 +334,6 @@ pub fn positional(cls: &Bound<'_, PyType>, args: &Bound<'_, PyTuple>) -> PyErr {
     ))
 }
 
-/// A time window's options (`window`, `buckets`) beside `window_calls`, a count window:
-/// the breaker has one window, so giving both kinds is refused, naming both.
-fn one_window(py: Python<'_>, given: &[Field]) -> PyResult<()> {
-    if !given.contains(&Field::WindowCalls) {
-        return Ok(());
-    }
-    for field in [Field::Window, Field::Buckets] {
-        if given.contains(&field) {
-            let option = option_name(field);
-            return Err(option_error(
-                py,
-                false,
-                "window_calls",
-                format!(
-                    "window_calls and {option} cannot both be given: window_calls makes a count \
-                     window (the last N outcomes), window and buckets shape a time window"
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// The `name` option: a `str` that is text (UTF-8 has no lone surrogates).
 fn name_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
     let Ok(text) = value.cast::<PyString>() else {
@@ -394,7 +371,6 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Op
     let Some(options) = options else {
         return Ok(out);
     };
-    let mut given = Vec::new();
     for (key, value) in options.iter() {
         let option: String = key.extract()?;
         // `None` is "not given": the default (a fallback of `None` is a value).
@@ -407,7 +383,6 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Op
             .find(|f| option_name(*f) == option)
         {
             set_field(py, &mut out.config, field, &option, &value)?;
-            given.push(field);
             continue;
         }
         match option.as_str() {
@@ -475,7 +450,6 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Op
             }
         }
     }
-    one_window(py, &given)?;
     out.config.validate().map_err(|e| config_error(py, e))?;
     Ok(out)
 }

@@ -7,7 +7,7 @@
 //! the refusal of counts beyond `u32` are the core's. The two code lists come as their
 //! own arrays.
 
-use tripgate_core::{Config, ConfigError, Field, FieldKind, GrpcSet, Rule, StatusSet};
+use tripgate_core::{Config, ConfigError, Field, FieldKind, GrpcSet, Rule, StatusSet, Words};
 use wasm_bindgen::prelude::*;
 
 use crate::time;
@@ -54,15 +54,36 @@ pub fn build(
     Ok(config)
 }
 
+/// The core's words, with JS option names for the fields they name.
+struct JsWords(String);
+
+impl Words for JsWords {
+    fn word(&mut self, text: &str) -> core::fmt::Result {
+        self.0.push_str(text);
+        Ok(())
+    }
+
+    fn field(&mut self, code: u8, name: &str) -> core::fmt::Result {
+        match Field::from_code(code) {
+            Some(field) => self.word(field.js_name()),
+            None => self.word(name),
+        }
+    }
+}
+
 /// `"<option> <rule>"` with JS option names, e.g. `failureThreshold must be >= 1`.
 pub fn message(error: ConfigError) -> String {
-    let option = error.field.js_name();
     match error.rule {
-        Rule::AtLeastField(Field::Buckets) if error.field == Field::Window => {
-            format!("{option} must be at least one nanosecond per bucket (see buckets)")
+        // `windowMs` is in milliseconds, the core's rule in nanoseconds per bucket.
+        Rule::AtLeastField(Field::Buckets) if error.field == Field::Window => format!(
+            "{} must be at least one nanosecond per bucket (see buckets)",
+            Field::Window.js_name()
+        ),
+        _ => {
+            let mut out = JsWords(String::new());
+            let _ = error.describe(&mut out);
+            out.0
         }
-        Rule::AtLeastField(other) => format!("{option} must be >= {}", other.js_name()),
-        rule => format!("{option} {rule}"),
     }
 }
 
