@@ -336,25 +336,26 @@ impl Config {
     }
 }
 
-/// What a configuration field holds, which decides how hosts read it from their own
-/// option formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FieldKind {
-    /// A whole number of things (calls, buckets, probes).
-    Count,
-    /// A whole percentage.
-    Percent,
-    /// A duration: nanoseconds in the core, milliseconds in the JS options and the vectors
-    /// (whose names then end in `Ms` / `-ms`).
-    Duration,
-    /// A finite number (the backoff factor).
-    Factor,
-    /// A 64-bit seed.
-    Seed,
-    /// A list of HTTP statuses.
-    Statuses,
-    /// A list of gRPC codes.
-    GrpcCodes,
+table! {
+    /// What a configuration field holds, which decides how hosts read it from their own
+    /// option formats; by the name the hosts' tables give it.
+    pub enum FieldKind {
+        /// A whole number of things (calls, buckets, probes).
+        Count = 0 => "count",
+        /// A whole percentage.
+        Percent = 1 => "percent",
+        /// A duration: nanoseconds in the core, milliseconds in the JS options and the
+        /// vectors (whose names then end in `Ms` / `-ms`).
+        Duration = 2 => "duration",
+        /// A finite number (the backoff factor).
+        Factor = 3 => "factor",
+        /// A 64-bit seed.
+        Seed = 4 => "seed",
+        /// A list of HTTP statuses.
+        Statuses = 5 => "statuses",
+        /// A list of gRPC codes.
+        GrpcCodes = 6 => "grpc-codes",
+    }
 }
 
 table! {

@@ -30,9 +30,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use tripgate_core::exposition::{Family, MetricType};
-use tripgate_core::{
-    Field, FieldKind, OutcomeKind, Reason, RejectReason, State, MAX_CAUSES, MAX_EXPORT_LEN,
-};
+use tripgate_core::{Field, OutcomeKind, Reason, RejectReason, State, MAX_CAUSES, MAX_EXPORT_LEN};
 
 fn names<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> Vec<&'static str> {
     all.iter().map(|&x| name(x)).collect()
@@ -80,18 +78,6 @@ fn classify_result(value: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyfunction]
 fn classify_error(error: &Bound<'_, pyo3::exceptions::PyBaseException>) -> PyResult<String> {
     outcome::of_error(error.as_any()).map(outcome::name_of)
-}
-
-fn kind_name(kind: FieldKind) -> &'static str {
-    match kind {
-        FieldKind::Count => "count",
-        FieldKind::Percent => "percent",
-        FieldKind::Duration => "duration",
-        FieldKind::Factor => "factor",
-        FieldKind::Seed => "seed",
-        FieldKind::Statuses => "statuses",
-        FieldKind::GrpcCodes => "grpc-codes",
-    }
 }
 
 // The GIL stays on where a build has none to give (a free-threaded CPython): a spare
@@ -145,7 +131,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         fields.append((
             field.name(),
             options::option_name(field),
-            kind_name(field.kind()),
+            field.kind().name(),
         ))?;
     }
     m.add("CONFIG_FIELDS", fields.to_tuple())?;

@@ -11,8 +11,8 @@
 use core::fmt::Write;
 
 use tripgate_core::{
-    errors, AnnouncementKind, Class, Field, FieldKind, FleetApplied, FleetEventKind, GrpcCode,
-    HttpStatus, OutcomeKind, Reason, RejectReason, State, MAX_CAUSES, MAX_TRANSITIONS,
+    errors, AnnouncementKind, Class, Field, FleetApplied, FleetEventKind, GrpcCode, HttpStatus,
+    OutcomeKind, Reason, RejectReason, State, MAX_CAUSES, MAX_TRANSITIONS,
 };
 use wasm_bindgen::prelude::*;
 
@@ -21,19 +21,6 @@ use crate::fleet::{BAD_EVENT, FLEET_STATUS_LEN};
 use crate::time::READING_LIMIT_MS;
 use crate::{BAD_OUTCOME, GRPC_BASE, KIND_BASE, NEED_CLOCK, NOT_A_PERMIT, TRANSITIONED};
 use tripgate_core::{HANDLE_LIMIT, MAX_OUTSTANDING};
-
-/// How JS reads a field's value.
-fn kind_name(kind: FieldKind) -> &'static str {
-    match kind {
-        FieldKind::Count => "count",
-        FieldKind::Percent => "percent",
-        FieldKind::Duration => "duration",
-        FieldKind::Factor => "factor",
-        FieldKind::Seed => "seed",
-        FieldKind::Statuses => "statuses",
-        FieldKind::GrpcCodes => "grpc-codes",
-    }
-}
 
 /// Writes `"key":[...]` of quoted strings. Every name is kebab- or camel-case ASCII, so
 /// none needs escaping.
@@ -98,7 +85,7 @@ pub fn tables() -> String {
             "{{\"name\":\"{}\",\"option\":\"{}\",\"kind\":\"{}\"}}",
             f.name(),
             f.js_name(),
-            kind_name(f.kind())
+            f.kind().name()
         );
     });
     let _ = write!(
