@@ -88,7 +88,7 @@ pub use fleet::{
 };
 #[cfg(feature = "alloc")]
 pub use handles::{PermitTable, HANDLE_BITS, HANDLE_LIMIT, MAX_OUTSTANDING};
-pub use metrics::{Metrics, REJECT_REASONS};
+pub use metrics::{MetricField, MetricKind, MetricValue, Metrics, REJECT_REASONS};
 pub use outcome::{
     Class, GrpcCode, GrpcSet, HttpStatus, Outcome, OutcomeError, OutcomeKind, StatusSet, MAX_CAUSES,
 };

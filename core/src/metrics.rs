@@ -3,6 +3,7 @@
 
 use crate::rejection::RejectReason;
 use crate::state::State;
+use crate::table::table;
 use crate::time::Nanos;
 use crate::transition::{Route, Transition, ROUTE_COUNT};
 use crate::window::Tally;
@@ -64,6 +65,113 @@ impl Metrics {
             .and_then(|i| self.transitions_by_route.get(i))
             .copied()
             .unwrap_or(0)
+    }
+}
+
+table! {
+    /// The scalar fields of [`Metrics`], by the name every host gives them (in its own
+    /// case: `in-flight` is `inFlight` in JS, `in_flight` in Python). A host writes its
+    /// metrics by looping over [`Metrics::fields`], so a field added here reaches it with
+    /// no edit; the rejections by reason, the transitions by route and the last transition
+    /// are structures of their own, laid out by their tables.
+    pub enum MetricField {
+        /// [`Metrics::state`].
+        State = 0 => "state",
+        /// [`Metrics::epoch`].
+        Epoch = 1 => "epoch",
+        /// [`Tally::calls`] of [`Metrics::window`].
+        Calls = 2 => "calls",
+        /// [`Tally::faults`] of [`Metrics::window`].
+        Faults = 3 => "faults",
+        /// [`Tally::slow`] of [`Metrics::window`].
+        Slow = 4 => "slow",
+        /// [`Metrics::in_flight`].
+        InFlight = 5 => "in-flight",
+        /// [`Metrics::hung`].
+        Hung = 6 => "hung",
+        /// [`Metrics::probes_out`].
+        ProbesOut = 7 => "probes-out",
+        /// [`Metrics::admitted_total`].
+        AdmittedTotal = 8 => "admitted-total",
+        /// [`Metrics::successes_total`].
+        SuccessesTotal = 9 => "successes-total",
+        /// [`Metrics::faults_total`].
+        FaultsTotal = 10 => "faults-total",
+        /// [`Metrics::stale_total`].
+        StaleTotal = 11 => "stale-total",
+        /// [`Metrics::transitions_total`].
+        TransitionsTotal = 12 => "transitions-total",
+        /// [`Metrics::time_in_state`].
+        TimeInState = 13 => "time-in-state",
+        /// [`Metrics::cooldown_remaining`].
+        CooldownRemaining = 14 => "cooldown-remaining",
+    }
+}
+
+table! {
+    /// What a [`MetricField`] holds, which decides how a host shows it (a duration in
+    /// milliseconds in JS, in seconds in Python).
+    pub enum MetricKind {
+        /// A [`State`], by its name.
+        State = 0 => "state",
+        /// A count.
+        Count = 1 => "count",
+        /// A duration.
+        Duration = 2 => "duration",
+    }
+}
+
+impl MetricField {
+    /// What the field holds.
+    pub const fn kind(self) -> MetricKind {
+        match self {
+            Self::State => MetricKind::State,
+            Self::TimeInState | Self::CooldownRemaining => MetricKind::Duration,
+            _ => MetricKind::Count,
+        }
+    }
+}
+
+/// The value of one [`MetricField`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricValue {
+    /// A state.
+    State(State),
+    /// A count.
+    Count(u64),
+    /// A duration (ns).
+    Duration(Nanos),
+}
+
+impl Metrics {
+    /// Every scalar field with its value, in [`MetricField`] order.
+    pub fn fields(&self) -> impl Iterator<Item = (MetricField, MetricValue)> + '_ {
+        MetricField::ALL
+            .iter()
+            .map(|&field| (field, self.field(field)))
+    }
+
+    /// The value of one scalar field.
+    pub fn field(&self, field: MetricField) -> MetricValue {
+        use MetricField as F;
+        use MetricValue::{Count, Duration};
+        match field {
+            F::State => MetricValue::State(self.state),
+            F::Epoch => Count(self.epoch),
+            F::Calls => Count(u64::from(self.window.calls)),
+            F::Faults => Count(u64::from(self.window.faults)),
+            F::Slow => Count(u64::from(self.window.slow)),
+            F::InFlight => Count(u64::from(self.in_flight)),
+            F::Hung => Count(u64::from(self.hung)),
+            F::ProbesOut => Count(u64::from(self.probes_out)),
+            F::AdmittedTotal => Count(self.admitted_total),
+            F::SuccessesTotal => Count(self.successes_total),
+            F::FaultsTotal => Count(self.faults_total),
+            F::StaleTotal => Count(self.stale_total),
+            F::TransitionsTotal => Count(self.transitions_total),
+            F::TimeInState => Duration(self.time_in_state),
+            F::CooldownRemaining => Duration(self.cooldown_remaining),
+        }
     }
 }
 

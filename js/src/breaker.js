@@ -37,6 +37,11 @@ const announcementBuffer = new Float64Array(1);
 let transitionBuffer = new Float64Array(0);
 let metricsBuffer = new Float64Array(0);
 /**
+ * The core's scalar metric fields in the order the wasm module writes them: `[key, kind]`,
+ * the key in JS case (`in-flight` as `inFlight`, a duration with `Ms`).
+ */
+let metricFields = [];
+/**
  * What a disposed breaker holds instead of its wasm breaker: every method throws
  * `breaker is disposed`, so the hot paths need no check of their own.
  */
@@ -57,6 +62,10 @@ onInstall((t) => {
   fleetStatusBuffer = new Float64Array(t.fleetStatusLen);
   transitionBuffer = new Float64Array(t.maxTransitions * WIDTH);
   metricsBuffer = new Float64Array(t.metricsLen);
+  metricFields = t.metricFields.map(([name, kind]) => {
+    const key = name.replace(/-([a-z])/g, (_, letter) => letter.toUpperCase());
+    return [kind === 'duration' ? `${key}Ms` : key, kind];
+  });
   DISPOSED = {};
   for (const name of Object.getOwnPropertyNames(wasm.Breaker.prototype)) {
     DISPOSED[name] = () => {
@@ -265,28 +274,19 @@ export class CircuitBreaker {
   metrics() {
     const m = metricsBuffer;
     this.#w.metrics(this.#now(), m);
+    const metrics = {};
+    metricFields.forEach(([key, kind], i) => {
+      metrics[key] = kind === 'state' ? STATES[m[i]] : m[i];
+    });
     const rejectedTotal = {};
     REJECT_REASONS.forEach((reason, code) => {
       rejectedTotal[reason] = m[METRICS_FIXED + code];
     });
+    const last = metricFields.length;
     return {
-      state: STATES[m[0]],
-      epoch: m[1],
-      calls: m[2],
-      faults: m[3],
-      slow: m[4],
-      inFlight: m[5],
-      hung: m[6],
-      probesOut: m[7],
-      admittedTotal: m[8],
+      ...metrics,
       rejectedTotal,
-      successesTotal: m[9],
-      faultsTotal: m[10],
-      staleTotal: m[11],
-      transitionsTotal: m[12],
-      timeInStateMs: m[13],
-      cooldownRemainingMs: m[14],
-      lastTransition: m[15] === 0 ? null : transition(m, 16),
+      lastTransition: m[last] === 0 ? null : transition(m, last + 1),
       clockErrorsTotal: this.#clockErrors,
       listenerErrorsTotal: this.#events.errors,
     };

@@ -10,8 +10,8 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use tripgate_core::{
-    Breaker as Core, Nanos, Outcome, Permit, RejectReason, Rejection, State, Transitions, Verdict,
-    MAX_EXPORT_LEN,
+    Breaker as Core, MetricField, MetricValue, Nanos, Outcome, Permit, RejectReason, Rejection,
+    State, Transitions, Verdict, MAX_EXPORT_LEN,
 };
 use wasm_bindgen::prelude::*;
 
@@ -21,8 +21,9 @@ use tripgate_core::{PermitTable, HANDLE_LIMIT};
 
 /// Numbers per transition in [`Breaker::transitions`]: from, to, reason, at (ms), epoch.
 pub const TRANSITION_WIDTH: usize = 5;
-/// Numbers in [`Breaker::metrics`] before the rejected totals.
-pub const METRICS_FIXED: usize = 21;
+/// Numbers in [`Breaker::metrics`] before the rejected totals: the scalar fields, then
+/// the last transition (present 0/1, then [`TRANSITION_WIDTH`] numbers).
+pub const METRICS_FIXED: usize = MetricField::ALL.len() + 1 + TRANSITION_WIDTH;
 /// Numbers [`Breaker::metrics`] writes.
 pub const METRICS_LEN: usize = METRICS_FIXED + RejectReason::ALL.len();
 
@@ -253,30 +254,19 @@ impl Breaker {
         self.core.state(self.now(now_ms)).code()
     }
 
-    /// Fills `out` ([`METRICS_LEN`] numbers) with the metrics at `now_ms`: state, epoch,
-    /// calls, faults, slow, in-flight, hung, probes-out, admitted-total, successes-total,
-    /// faults-total, stale-total, transitions-total, time-in-state ms, cooldown-remaining
-    /// ms, the last transition (present 0/1, from, to, reason, at ms, epoch), then the
-    /// rejected totals in reject-reason code order.
+    /// Fills `out` ([`METRICS_LEN`] numbers) with the metrics at `now_ms`: the scalar
+    /// fields in [`MetricField`] order (a state by its code, durations in ms), the last
+    /// transition (present 0/1, from, to, reason, at ms, epoch), then the rejected totals
+    /// in reject-reason code order.
     pub fn metrics(&self, now_ms: f64, out: &mut [f64]) {
         let m = self.core.metrics(self.now(now_ms));
         let last = m.last_transition;
-        let fixed: [f64; METRICS_FIXED] = [
-            f64::from(m.state.code()),
-            m.epoch as f64,
-            f64::from(m.window.calls),
-            f64::from(m.window.faults),
-            f64::from(m.window.slow),
-            f64::from(m.in_flight),
-            f64::from(m.hung),
-            f64::from(m.probes_out),
-            m.admitted_total as f64,
-            m.successes_total as f64,
-            m.faults_total as f64,
-            m.stale_total as f64,
-            m.transitions_total as f64,
-            ms(m.time_in_state),
-            ms(m.cooldown_remaining),
+        let fields = m.fields().map(|(_, value)| match value {
+            MetricValue::State(state) => f64::from(state.code()),
+            MetricValue::Count(n) => n as f64,
+            MetricValue::Duration(d) => ms(d),
+        });
+        let transition = [
             f64::from(u8::from(last.is_some())),
             last.map_or(0.0, |t| f64::from(t.from.code())),
             last.map_or(0.0, |t| f64::from(t.to.code())),
@@ -285,7 +275,7 @@ impl Breaker {
             last.map_or(0.0, |t| t.epoch as f64),
         ];
         let rejected = RejectReason::ALL.iter().map(|&r| m.rejected(r) as f64);
-        for (o, v) in out.iter_mut().zip(fixed.into_iter().chain(rejected)) {
+        for (o, v) in out.iter_mut().zip(fields.chain(transition).chain(rejected)) {
             *o = v;
         }
     }

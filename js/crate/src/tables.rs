@@ -12,7 +12,7 @@ use core::fmt::Write;
 
 use tripgate_core::{
     errors, AnnouncementKind, Class, Field, FleetApplied, FleetEventKind, GrpcCode, HttpStatus,
-    OutcomeKind, Reason, RejectReason, State, MAX_CAUSES, MAX_TRANSITIONS,
+    MetricField, OutcomeKind, Reason, RejectReason, State, MAX_CAUSES, MAX_TRANSITIONS,
 };
 use wasm_bindgen::prelude::*;
 
@@ -41,7 +41,8 @@ fn name(out: &mut String, name: &str) {
 
 /// The tables as JSON: `states`, `reasons`, `rejectReasons`, `classes`, `outcomeKinds`,
 /// `fleetEventKinds`, `fleetApplied`, `announcementKinds` (names, index = code),
-/// `errorRules` (the core's error table, in order: `[name, text, outcome kind]`), `fields`
+/// `metricFields` (`[name, kind]` in the order [`crate::breaker::Breaker::metrics`] writes
+/// them), `errorRules` (the core's error table, in order: `[name, text, outcome kind]`), `fields`
 /// (`{ name, option, kind }` by code), and the numbers of the wasm interface (`codes`,
 /// limits and layouts; the reading limit is [`reading_limit_ms`]), among them
 /// `maxCauses`: how deep the classifier follows an error's `cause` ([`MAX_CAUSES`], the
@@ -70,6 +71,9 @@ pub fn tables() -> String {
         AnnouncementKind::ALL,
         |o, c| name(o, c.name()),
     );
+    list(&mut out, "metricFields", MetricField::ALL, |o, f| {
+        let _ = write!(o, "[\"{}\",\"{}\"]", f.name(), f.kind().name());
+    });
     list(&mut out, "errorRules", errors::RULES, |o, r| {
         let _ = write!(
             o,

@@ -11,7 +11,7 @@ use pyo3::types::{PyDict, PyList};
 use pyo3::PyTraverseError;
 
 use tripgate::Transition as CoreTransition;
-use tripgate_core::{RejectReason, ROUTES};
+use tripgate_core::{MetricValue, RejectReason, ROUTES};
 
 use super::values::{seconds, Rejection, Transition};
 use crate::clock::AnyClock;
@@ -137,15 +137,18 @@ impl Built {
         self.shared.clock.refresh(py);
         let m = self.inner.metrics();
         let d = PyDict::new(py);
-        d.set_item("state", m.state.name())?;
-        d.set_item("epoch", m.epoch)?;
-        d.set_item("calls", m.window.calls)?;
-        d.set_item("faults", m.window.faults)?;
-        d.set_item("slow", m.window.slow)?;
-        d.set_item("in_flight", m.in_flight)?;
-        d.set_item("hung", m.hung)?;
-        d.set_item("probes_out", m.probes_out)?;
-        d.set_item("admitted_total", m.admitted_total)?;
+        for (field, value) in m.fields() {
+            // The core's names in Python's case; a duration in seconds, and in ns beside it.
+            let key = field.name().replace('-', "_");
+            match value {
+                MetricValue::State(state) => d.set_item(key, state.name())?,
+                MetricValue::Count(n) => d.set_item(key, n)?,
+                MetricValue::Duration(ns) => {
+                    d.set_item(&key, seconds(ns))?;
+                    d.set_item(format!("{key}_ns"), ns)?;
+                }
+            }
+        }
         let rejected = PyDict::new(py);
         for reason in RejectReason::ALL {
             let n = m
@@ -156,10 +159,6 @@ impl Built {
             rejected.set_item(reason.name(), n)?;
         }
         d.set_item("rejected", rejected)?;
-        d.set_item("successes_total", m.successes_total)?;
-        d.set_item("faults_total", m.faults_total)?;
-        d.set_item("stale_total", m.stale_total)?;
-        d.set_item("transitions_total", m.transitions_total)?;
         let routes = PyDict::new(py);
         for (route, n) in ROUTES.iter().zip(m.transitions_by_route.iter()) {
             routes.set_item(
@@ -168,10 +167,6 @@ impl Built {
             )?;
         }
         d.set_item("transitions_by_route", routes)?;
-        d.set_item("time_in_state", seconds(m.time_in_state))?;
-        d.set_item("time_in_state_ns", m.time_in_state)?;
-        d.set_item("cooldown_remaining", seconds(m.cooldown_remaining))?;
-        d.set_item("cooldown_remaining_ns", m.cooldown_remaining)?;
         d.set_item(
             "last_transition",
             match m.last_transition {

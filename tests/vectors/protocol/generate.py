@@ -274,8 +274,10 @@ st+=[S(100,"changed",{"command":{"vote":{"entry":vote("payments",ME,0),"window-m
  S(5101,"reply",{"command":None,"state":"half-open","generation":1,"counts":{"applied":0,"stale":0}},
    reply={"read":{"event":line("payments",1,"open",4998,ME),"event-ttl-ms":40,"generation":"1"}}),
  S(5102,"message",{"command":None,"state":"half-open","counts":{"received":1,"applied":0,"stale":0}},line=line("payments",1,"open",4998,ME)),
+ # A second copy is a replay: stale, and counted, and it still moves nothing.
+ S(5103,"message",{"command":None,"state":"half-open","counts":{"received":2,"applied":0,"stale":1}},line=line("payments",1,"open",4998,ME)),
 ]
 write(16,"a-members-own-news-never-moves-it-later",
- "A member takes the generation of the event it publishes as it sends it: its breaker already stands there. Its own stored open read back, or its own message delivered late, after its cooldown ran out and it went half-open, neither re-opens it nor counts as stale.",
+ "A member takes the generation of the event it publishes as it sends it: its breaker already stands there. Its own stored open read back, or its own message delivered late, after its cooldown ran out and it went half-open, neither re-opens it nor counts as stale; a second copy of its message is a replay, counted stale.",
  ["FLEET.md 4: fencing"], cfg, mem(), st)
 print("ok")

@@ -63,8 +63,8 @@ pub struct Protocol {
     wants_lease: bool,
     /// The stored event last read, to count a bad one once, not at every reconcile.
     last_stored: Option<u64>,
-    /// The generation of the last event this member published: its echo on the channel
-    /// is no news, not a stale event.
+    /// The generation of the last event this member published, until its echo on the
+    /// channel comes back: that copy is no news, not a stale event (a second copy is).
     echo: Option<u64>,
     counts: Counts,
 }
@@ -250,7 +250,8 @@ impl Protocol {
             FleetApplied::Applied | FleetApplied::Held => {
                 self.counts.applied = self.counts.applied.saturating_add(1);
             }
-            FleetApplied::Stale if self.echo == Some(message.generation) => {}
+            // Its own event's first copy back is no news; a second is a replay.
+            FleetApplied::Stale if self.echo == Some(message.generation) => self.echo = None,
             FleetApplied::Stale => self.counts.ignore(Ignored::Stale),
             FleetApplied::NotInFleet => {}
         }
