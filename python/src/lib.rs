@@ -21,6 +21,7 @@ mod breaker;
 mod classify;
 mod clock;
 mod deadline;
+mod errors;
 mod fleet;
 mod options;
 mod outcome;
@@ -80,12 +81,12 @@ fn classify_error(error: &Bound<'_, pyo3::exceptions::PyBaseException>) -> PyRes
     outcome::of_error(error.as_any()).map(outcome::name_of)
 }
 
-// The GIL stays on where a build has none to give (a free-threaded CPython): a spare
-// rejection is reused when its reference count says nobody holds it, which only the GIL
-// makes a fact.
-#[pymodule(gil_used = true)]
+// Nothing here relies on the GIL for its safety: shared state sits behind the native
+// breaker's lock, atomics or mutexes, and values handed to Python are immutable.
+#[pymodule(gil_used = false)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    errors::add(m)?;
     m.add_class::<breaker::Breaker>()?;
     m.add_class::<breaker::Permit>()?;
     m.add_class::<breaker::Rejection>()?;
@@ -99,6 +100,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(exposition_families, m)?)?;
     m.add_function(wrap_pyfunction!(classify_result, m)?)?;
     m.add_function(wrap_pyfunction!(classify_error, m)?)?;
+    m.add_function(wrap_pyfunction!(breaker::_install_coroutines, m)?)?;
     m.add_class::<fleet::FleetMember>()?;
     m.add_class::<fleet::FleetWaker>()?;
     m.add_class::<fleet::FleetBackoff>()?;

@@ -138,6 +138,10 @@ async def _run_timed(
     return result
 
 
+# The native call_async returns frames of these; it imports nothing of this package's.
+_native._install_coroutines(_run, _run_fallback, _run_timed, _raise, _value)
+
+
 def _timeout_seconds(timeout: object) -> Optional[float]:
     if timeout is None:
         return None

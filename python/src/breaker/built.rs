@@ -2,7 +2,7 @@
 //! options, made from `CircuitBreaker(**options)`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::gc::PyVisit;
@@ -13,7 +13,7 @@ use pyo3::PyTraverseError;
 use tripgate::Transition as CoreTransition;
 use tripgate_core::{MetricValue, RejectReason, ROUTES};
 
-use super::values::{seconds, Rejection, Transition};
+use super::values::{seconds, Transition};
 use crate::clock::AnyClock;
 use crate::options;
 use crate::report;
@@ -68,9 +68,6 @@ impl Hooks {
 /// A breaker's parts besides the native breaker.
 pub(super) struct Shared {
     pub(super) name: Arc<str>,
-    /// The last `Rejection` handed out, filled anew when nobody holds it any more: a
-    /// rejection allocates no object in the common case of one that was dropped.
-    pub(super) spare: Mutex<Option<Py<Rejection>>>,
     pub(super) clock: AnyClock,
     pub(super) hooks: Arc<Hooks>,
     pub(super) timeout: Option<u64>,
@@ -119,7 +116,6 @@ impl Built {
             inner: Arc::new(inner),
             shared: Shared {
                 name: Arc::from(o.name.as_str()),
-                spare: Mutex::new(None),
                 clock: o.clock,
                 hooks,
                 timeout: o.timeout,

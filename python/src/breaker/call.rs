@@ -18,8 +18,6 @@ use crate::clock::AnyClock;
 use crate::outcome;
 use crate::report;
 
-pub(super) static STATE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-
 /// The error for a plain call whose function returned work that has not run (`what`: a
 /// generator, a coroutine, an async generator): recording it would guard nothing.
 #[cold]
@@ -61,11 +59,50 @@ pub(crate) fn fall_back<'py>(
     }
 }
 
-static RUN_TIMED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static RUN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static RUN_FALLBACK: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static RAISE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static VALUE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+/// The coroutine functions `call_async` returns a frame of, handed over by the package's
+/// Python side when it is imported (`_install_coroutines`): the native module imports
+/// nothing of the package's.
+pub(crate) struct Coroutines {
+    run: Py<PyAny>,
+    run_fallback: Py<PyAny>,
+    run_timed: Py<PyAny>,
+    raise: Py<PyAny>,
+    value: Py<PyAny>,
+}
+
+static COROUTINES: PyOnceLock<Coroutines> = PyOnceLock::new();
+
+/// Takes the coroutine functions of `call_async` (`_run`, `_run_fallback`, `_run_timed`,
+/// `_raise`, `_value`); the first ones given stay.
+#[pyfunction]
+pub(crate) fn _install_coroutines(
+    py: Python<'_>,
+    run: Py<PyAny>,
+    run_fallback: Py<PyAny>,
+    run_timed: Py<PyAny>,
+    raise: Py<PyAny>,
+    value: Py<PyAny>,
+) {
+    let _ = COROUTINES.set(
+        py,
+        Coroutines {
+            run,
+            run_fallback,
+            run_timed,
+            raise,
+            value,
+        },
+    );
+}
+
+fn coroutines(py: Python<'_>) -> PyResult<&Coroutines> {
+    COROUTINES.get(py).ok_or_else(|| {
+        pyo3::exceptions::PyRuntimeError::new_err(
+            "call_async needs the tripgate package imported (import tripgate), not only its \
+             native module",
+        )
+    })
+}
 static COROUTINE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 impl Breaker {
@@ -83,8 +120,8 @@ impl Breaker {
     }
 
     /// Starts a guarded await: the permit is taken now and `fn` called; the coroutine
-    /// returned (`tripgate._breaker._run`, `_run_fallback`, or `_run_timed` with a
-    /// budget) awaits its awaitable and records the outcome.
+    /// returned (of `_run`, `_run_fallback`, or `_run_timed` with a budget: see
+    /// [`Coroutines`]) awaits its awaitable and records the outcome.
     pub(super) fn start_async<'py>(
         slf: &Bound<'py, Self>,
         f: &Bound<'py, PyAny>,
@@ -96,13 +133,14 @@ impl Breaker {
         let py = slf.py();
         let this = slf.get().built()?;
         this.refresh(py);
-        let helper = |cell: &'static PyOnceLock<Py<PyAny>>, name: &str| {
-            cell.import(py, "tripgate._breaker", name).cloned()
-        };
+        let helpers = coroutines(py)?;
         // A value or an error decided before any await, as a coroutine.
         let decided = |result: PyResult<Bound<'py, PyAny>>| match result {
-            Ok(value) => helper(&VALUE, "_value")?.call1((value,)),
-            Err(error) => helper(&RAISE, "_raise")?.call1((report::exception(py, &error),)),
+            Ok(value) => helpers.value.bind(py).call1((value,)),
+            Err(error) => helpers
+                .raise
+                .bind(py)
+                .call1((report::exception(py, &error),)),
         };
         let permit = match this.inner.acquire_owned() {
             Ok(permit) => Self::new_permit(slf, permit)?,
@@ -154,14 +192,15 @@ impl Breaker {
             )));
         }
         match (timeout, fallback) {
-            (None, None) => helper(&RUN, "_run")?.call1((permit, awaitable)),
-            (None, Some(fallback)) => {
-                helper(&RUN_FALLBACK, "_run_fallback")?.call1((permit, awaitable, fallback))
-            }
+            (None, None) => helpers.run.bind(py).call1((permit, awaitable)),
+            (None, Some(fallback)) => helpers
+                .run_fallback
+                .bind(py)
+                .call1((permit, awaitable, fallback)),
             (Some(budget), fallback) => {
                 let has_fallback = fallback.is_some();
                 let fallback = fallback.unwrap_or_else(|| py.None());
-                helper(&RUN_TIMED, "_run_timed")?.call1((
+                helpers.run_timed.bind(py).call1((
                     permit,
                     awaitable,
                     budget,
@@ -191,32 +230,13 @@ impl Breaker {
 }
 
 impl Built {
-    /// The `Rejection` for `rejection`: the spare one refilled when the only reference to
-    /// it is the spare slot's (the GIL is held, and the module keeps it: `gil_used`),
-    /// else a new one that becomes the spare.
+    /// The `Rejection` for `rejection`.
     pub(super) fn rejection<'py>(
         &self,
         py: Python<'py>,
         rejection: &CoreRejection,
     ) -> PyResult<Bound<'py, Rejection>> {
-        let mut spare = self
-            .shared
-            .spare
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(object) = spare.as_ref() {
-            // Deprecated for free-threaded builds, where a count read without the GIL
-            // means nothing; this module keeps the GIL (`gil_used = true`).
-            #[allow(deprecated)]
-            let only_ours = object.get_refcnt(py) == 1;
-            if only_ours {
-                object.get().fill(rejection);
-                return Ok(object.bind(py).clone());
-            }
-        }
-        let object = Bound::new(py, Rejection::new(rejection, Arc::clone(&self.shared.name)))?;
-        *spare = Some(object.clone().unbind());
-        Ok(object)
+        Bound::new(py, Rejection::new(rejection, Arc::clone(&self.shared.name)))
     }
 
     /// Reads a callable clock (no-op for the others); call with no lock held.

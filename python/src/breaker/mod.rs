@@ -14,8 +14,8 @@ mod permit;
 mod values;
 
 pub(crate) use built::Built;
+pub(crate) use call::_install_coroutines;
 
-use call::STATE_ERROR;
 pub(crate) use fleet::kind_of;
 pub use guarded::{Guard, GuardedFunction};
 pub use permit::Permit;
@@ -403,8 +403,7 @@ impl Breaker {
         let elapsed = (elapsed * 1e9).round().min(u64::MAX as f64) as u64;
         this.shared.clock.refresh(py);
         this.inner.import_state(state, elapsed).map_err(|e| {
-            match STATE_ERROR
-                .import(py, "tripgate._errors", "StateError")
+            match crate::errors::state(py)
                 .and_then(|cls| cls.call1((e.to_string(), e.kind().name())))
             {
                 Ok(error) => PyErr::from_value(error),

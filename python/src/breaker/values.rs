@@ -1,18 +1,13 @@
 //! `Rejection` and `Transition`: the values a breaker hands out, read-only.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyType};
+use pyo3::types::PyList;
 
 use tripgate::{Rejection as CoreRejection, Transition as CoreTransition};
-use tripgate_core::{RejectReason, State};
 
 use crate::clock::AnyClock;
-
-static OPEN_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 pub(super) fn seconds(ns: u64) -> f64 {
     AnyClock::seconds(ns)
@@ -24,14 +19,12 @@ pub(super) fn open_error<'py>(
     rejection: &CoreRejection,
     name: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
-    OPEN_ERROR
-        .import(py, "tripgate._errors", "CircuitOpenError")?
-        .call1((
-            rejection.reason.name(),
-            rejection.state.name(),
-            seconds(rejection.retry_after),
-            name,
-        ))
+    crate::errors::circuit_open(py)?.call1((
+        rejection.reason.name(),
+        rejection.state.name(),
+        seconds(rejection.retry_after),
+        name,
+    ))
 }
 
 pub(super) fn transitions_list<'py>(
@@ -49,44 +42,20 @@ pub(super) fn transitions_list<'py>(
 /// `saturated` or `probing-elsewhere`; `retry_after` in seconds (0: no estimate).
 #[pyclass(frozen, module = "tripgate._native", name = "Rejection")]
 pub struct Rejection {
-    /// The core's rejection as codes, so that a spare object can be filled anew (see
-    /// `Breaker::rejection`).
-    state: AtomicU8,
-    reason: AtomicU8,
-    retry_after: AtomicU64,
+    rejection: CoreRejection,
     breaker: Arc<str>,
 }
 
 impl Rejection {
     pub(super) fn new(rejection: &CoreRejection, breaker: Arc<str>) -> Self {
         Self {
-            state: AtomicU8::new(rejection.state.code()),
-            reason: AtomicU8::new(rejection.reason.code()),
-            retry_after: AtomicU64::new(rejection.retry_after),
+            rejection: *rejection,
             breaker,
         }
     }
 
-    pub(super) fn fill(&self, rejection: &CoreRejection) {
-        self.state.store(rejection.state.code(), Ordering::Relaxed);
-        self.reason
-            .store(rejection.reason.code(), Ordering::Relaxed);
-        self.retry_after
-            .store(rejection.retry_after, Ordering::Relaxed);
-    }
-
     fn inner(&self) -> CoreRejection {
-        CoreRejection {
-            state: State::ALL
-                .get(usize::from(self.state.load(Ordering::Relaxed)))
-                .copied()
-                .unwrap_or(State::Open),
-            reason: RejectReason::ALL
-                .get(usize::from(self.reason.load(Ordering::Relaxed)))
-                .copied()
-                .unwrap_or(RejectReason::Open),
-            retry_after: self.retry_after.load(Ordering::Relaxed),
-        }
+        self.rejection
     }
 }
 
@@ -116,13 +85,13 @@ impl Rejection {
     /// Seconds until a call could be admitted (0 when there is no estimate).
     #[getter]
     fn retry_after(&self) -> f64 {
-        seconds(self.retry_after.load(Ordering::Relaxed))
+        seconds(self.rejection.retry_after)
     }
 
     /// `retry_after` in nanoseconds.
     #[getter]
     fn retry_after_ns(&self) -> u64 {
-        self.retry_after.load(Ordering::Relaxed)
+        self.rejection.retry_after
     }
 
     /// Always false: nothing to record.
