@@ -1,9 +1,7 @@
 //! Builds the guard and composes it with the shipped tripgate component.
 //!
-//! 1. The shipped component: `TRIPGATE_COMPONENT` (a built `tripgate_component.wasm`)
-//!    when set, else `cargo build -p tripgate-component --target wasm32-wasip2 --profile
-//!    component`, the command `component/README.md` gives (the same artefact
-//!    `tripgate-wasmtime` embeds, built in the outer build's target directory).
+//! 1. The shipped component, `component/wasmtime/tripgate.wasm` (what `tripgate-wasmtime`
+//!    embeds and `tripgate-artifacts` builds, stripped), or `TRIPGATE_COMPONENT` when set.
 //! 2. The guard, `component/http-guard`, for `wasm32-wasip2` in the `wasm` profile, and
 //!    again with its `bare` feature (no breaker, no store: the baseline) and with its
 //!    `draft` feature (`wasi:keyvalue@0.2.0-draft`), each in a target directory of its
@@ -38,10 +36,14 @@ fn run() -> Result<(), String> {
         .nth(4)
         .ok_or("cannot find the target directory from OUT_DIR")?
         .to_path_buf();
+    // What the guests are made of, and no more: an edit elsewhere under component/ (the
+    // hosts, the tripgate component's sources, which reach here only through the shipped
+    // bytes) builds nothing again.
     for input in [
-        "component",
-        "core/src",
-        "core/Cargo.toml",
+        "component/http-guard/src",
+        "component/http-guard/wit",
+        "component/http-guard/Cargo.toml",
+        "component/wasmtime/tripgate.wasm",
         "wit",
         "Cargo.toml",
         "Cargo.lock",
@@ -50,16 +52,11 @@ fn run() -> Result<(), String> {
     }
     println!("cargo:rerun-if-env-changed=TRIPGATE_COMPONENT");
 
+    // The tripgate component as shipped (`tripgate-wasmtime` embeds these bytes, and
+    // `tripgate-artifacts check` keeps them what the sources build), or another build of it.
     let tripgate = match env::var_os("TRIPGATE_COMPONENT") {
         Some(path) => PathBuf::from(path),
-        None => {
-            cargo(
-                &workspace,
-                &target_dir,
-                &["-p", "tripgate-component", "--profile", "component"],
-            )?;
-            target_dir.join("wasm32-wasip2/component/tripgate_component.wasm")
-        }
+        None => workspace.join("component/wasmtime/tripgate.wasm"),
     };
     cargo(
         &workspace,
