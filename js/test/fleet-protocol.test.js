@@ -119,6 +119,8 @@ for (const file of files) {
       const expect = step.expect;
       if (expect === undefined) return;
       assert.deepEqual(commandJson(command), expect.command ?? null, `${where}: command`);
+      // The Redis call the adapter sends: the core's, as the vector writes it out.
+      if ('call' in expect) assert.deepEqual(command.call, expect.call, `${where}: call`);
       if ('deadline-ms' in expect) {
         const got = protocol.deadlineMs === null ? null : Math.floor(protocol.deadlineMs);
         assert.equal(got, expect['deadline-ms'], `${where}: deadline`);

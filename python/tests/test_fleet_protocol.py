@@ -85,6 +85,10 @@ def check(where, expect, member, breaker, command):
         return
     got = None if command is None else {command[0]: command[1]}
     assert got == expect.get("command"), f"{where}: command {got}"
+    if "call" in expect:
+        # The Redis call the adapter sends: the core's, as the vector writes it out.
+        script, keys, args = command[2]
+        assert {"script": script, "keys": list(keys), "args": list(args)} == expect["call"], f"{where}: call"
     if "deadline-ms" in expect:
         deadline = member.deadline
         assert (None if deadline is None else deadline // MS) == expect["deadline-ms"], f"{where}: deadline"

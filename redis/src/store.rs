@@ -14,7 +14,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tripgate_core::fleet::protocol::{Command, Reply};
 use tripgate_core::fleet::scripts::{self, Script as FleetScript};
 use tripgate_core::fleet::store::{self, FaultKind};
-use tripgate_core::fleet::wire::{Keys, MAX_LINE, MAX_VOTES};
+use tripgate_core::fleet::wire::Keys;
 
 use crate::options::{connection_info, Options, Target};
 
@@ -76,6 +76,19 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
+    /// The script the core names.
+    fn get(&self, script: FleetScript) -> &Script {
+        match script {
+            FleetScript::Read => &self.read,
+            FleetScript::Vote => &self.vote,
+            FleetScript::Take => &self.take,
+            FleetScript::Renew => &self.renew,
+            FleetScript::Release => &self.release,
+            FleetScript::Repair => &self.repair,
+            FleetScript::Publish => &self.publish,
+        }
+    }
+
     pub(crate) fn new() -> Self {
         Self {
             read: Script::new(scripts::READ),
@@ -315,77 +328,59 @@ async fn run<C: ConnectionLike + Send>(
     sharded: bool,
     timeout: Duration,
 ) -> StoreResult<Answer> {
-    let answer = match command {
-        Command::Read => {
-            let mut call = scripts.read.key(&keys.event);
-            call.key(&keys.gen).arg(MAX_LINE);
+    // The call is the core's; only the reply's type is read here, per script.
+    let call = command.call(keys, sharded);
+    let Some(script) = call.script else {
+        let mut incr = redis::cmd("INCR");
+        incr.arg(&call.keys);
+        return Ok(Answer::Generation(
+            bounded(timeout, incr.query_async(conn)).await?,
+        ));
+    };
+    let mut invocation = scripts.get(script).prepare_invoke();
+    for key in &call.keys {
+        invocation.key(key);
+    }
+    for arg in &call.args {
+        invocation.arg(arg);
+    }
+    Ok(match script {
+        FleetScript::Read => {
             let (event, event_ttl_ms, generation): (Option<Vec<u8>>, i64, Option<Vec<u8>>) =
-                bounded(timeout, call.invoke_async(conn)).await?;
+                bounded(timeout, invocation.invoke_async(conn)).await?;
             Answer::Read {
                 event,
                 event_ttl_ms,
                 generation,
             }
         }
-        Command::Vote { entry, window_ms } => {
-            let mut call = scripts.vote.key(&keys.votes);
-            call.arg(entry)
-                .arg(window_ms.max(1))
-                .arg(MAX_VOTES)
-                .arg(MAX_LINE);
-            let reply: Vec<Vec<u8>> = bounded(timeout, call.invoke_async(conn)).await?;
-            voted(&reply)
+        FleetScript::Vote => {
+            voted(&bounded::<Vec<Vec<u8>>>(timeout, invocation.invoke_async(conn)).await?)
         }
-        Command::NextGeneration => {
-            let mut incr = redis::cmd("INCR");
-            incr.arg(&keys.gen);
-            Answer::Generation(bounded(timeout, incr.query_async(conn)).await?)
-        }
-        Command::Publish { line, expire_ms } => {
-            let mut call = scripts.publish.key(&keys.event);
-            call.key(&keys.votes)
-                .key(&keys.waiters)
-                .arg(&keys.channel)
-                .arg(line)
-                .arg(expire_ms.unwrap_or(0))
-                .arg(if sharded { "SPUBLISH" } else { "PUBLISH" });
-            let _: i64 = bounded(timeout, call.invoke_async(conn)).await?;
+        FleetScript::Publish => {
+            bounded::<i64>(timeout, invocation.invoke_async(conn)).await?;
             Answer::Published
         }
-        Command::TakeLease { holder, ms } => {
-            let mut call = scripts.take.key(&keys.lease);
-            call.key(&keys.waiters).arg(holder).arg(ms.max(1));
-            let (held, ttl_ms): (i64, i64) = bounded(timeout, call.invoke_async(conn)).await?;
+        FleetScript::Take => {
+            let (held, ttl_ms): (i64, i64) =
+                bounded(timeout, invocation.invoke_async(conn)).await?;
             Answer::Lease {
                 held: held == 1,
                 ttl_ms,
             }
         }
-        Command::RenewLease { holder, ms } => {
-            let mut call = scripts.renew.key(&keys.lease);
-            call.arg(holder).arg(ms.max(1));
-            let renewed: i64 = bounded(timeout, call.invoke_async(conn)).await?;
-            Answer::Renewed(renewed == 1)
+        FleetScript::Renew => {
+            Answer::Renewed(bounded::<i64>(timeout, invocation.invoke_async(conn)).await? == 1)
         }
-        Command::ReleaseLease { holder, notice } => {
-            let mut call = scripts.release.key(&keys.lease);
-            call.key(&keys.waiters)
-                .arg(holder)
-                .arg(&keys.channel)
-                .arg(notice)
-                .arg(if sharded { "SPUBLISH" } else { "PUBLISH" })
-                .arg(&keys.wake);
-            let _: i64 = bounded(timeout, call.invoke_async(conn)).await?;
+        FleetScript::Release => {
+            bounded::<i64>(timeout, invocation.invoke_async(conn)).await?;
             Answer::Released
         }
-        Command::Repair { floor } => {
-            let mut call = scripts.repair.key(&keys.gen);
-            call.arg(floor);
-            let _: Value = bounded(timeout, call.invoke_async(conn)).await?;
+        FleetScript::Repair => {
+            bounded::<Value>(timeout, invocation.invoke_async(conn)).await?;
             Answer::Repaired
         }
-    };
-    Ok(answer)
+    })
 }
 
 /// The vote script's reply: the store's time, then entry, time pairs. Anything else in it

@@ -312,6 +312,17 @@ fn check(
     } else {
         ensure!(got.is_null(), "an unexpected command: {got}");
     }
+    if let Some(want) = expect.get("call") {
+        let call = command
+            .map(|c| c.call(protocol.keys(), false))
+            .ok_or_else(|| anyhow!("a call expected, but no command"))?;
+        let got = json!({
+            "script": call.script.map_or("INCR", |s| s.name()),
+            "keys": call.keys,
+            "args": call.args,
+        });
+        ensure!(&got == want, "call: got {got}, expected {want}");
+    }
     if let Some(want) = expect.get("deadline-ms") {
         let got = protocol.deadline().map(|d| d / MILLISECOND);
         ensure!(

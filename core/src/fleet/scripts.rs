@@ -67,6 +67,19 @@ impl Script {
         }
     }
 
+    /// Its name: the file's, without `.lua` (`take`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Vote => "vote",
+            Self::Take => "take",
+            Self::Renew => "renew",
+            Self::Release => "release",
+            Self::Repair => "repair",
+            Self::Publish => "publish",
+        }
+    }
+
     /// Its file's name.
     pub const fn file(self) -> &'static str {
         match self {

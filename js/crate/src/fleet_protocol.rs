@@ -302,6 +302,25 @@ impl FleetProtocol {
         command + 1 + if link.moved { MOVED } else { 0 }
     }
 
+    /// The Redis call of the command asked for, as the core makes it
+    /// (`Command::call`): the script's name (`INCR`: no script), the number of keys, the
+    /// keys, then the arguments, one per line (none holds a newline); empty with no
+    /// command. `sharded`: a Redis Cluster (scripts publish with `SPUBLISH`).
+    pub fn call(&self, sharded: bool) -> String {
+        let Some(command) = &self.command else {
+            return String::new();
+        };
+        let call = command.call(self.protocol.keys(), sharded);
+        let script = call.script.map_or("INCR", |s| s.name());
+        let mut out = String::new();
+        let _ = write!(out, "{script}\n{}", call.keys.len());
+        for part in call.keys.iter().chain(&call.args) {
+            out.push('\n');
+            out.push_str(part);
+        }
+        out
+    }
+
     /// The command's text: a vote's entry, a line, or a lease holder; for `release-lease`
     /// the holder, a newline and the lease-free notice. Empty for the others.
     pub fn command(&self) -> String {

@@ -5,7 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import { SCRIPTS } from '../../pkg/fleet/scripts.js';
-import { fleetEviction, fleetTables } from './protocol.js';
+import { fleetEviction } from './protocol.js';
 
 /** A reply of a shape no script returns: the store is up, but its data is not ours. */
 class WrongShape extends Error {}
@@ -98,56 +98,53 @@ export class Commands {
     }
   }
 
-  /** Executes a protocol command; its reply as the protocol reads it. */
-  async run(client, keys, command) {
-    const publish = this.#cluster ? 'SPUBLISH' : 'PUBLISH';
-    const script = (name, k, args) => this.#script(client, name, k, args);
-    switch (command.kind) {
-      case 'read': {
-        const r = await script('read', [keys.event, keys.gen], [fleetTables.maxLine]);
+  /**
+   * Executes a protocol command by the Redis call the core made for it (`command.call`);
+   * its reply as the protocol reads it, by the script that answered.
+   */
+  async run(client, command) {
+    const { script, keys: callKeys, args } = command.call;
+    if (script === 'INCR') {
+      const value = await this.#send(client, callKeys[0], ['INCR', ...callKeys]);
+      if (typeof value !== 'number') throw new WrongShape();
+      return { kind: 'generation', value };
+    }
+    const r = await this.#script(client, script, callKeys, args);
+    switch (script) {
+      case 'read':
         if (!Array.isArray(r) || r.length !== 3 || !bytesOrNull(r[0]) || !Number.isInteger(r[1]) || !bytesOrNull(r[2])) {
           throw new WrongShape();
         }
         return { kind: 'read', event: r[0], eventTtlMs: r[1], generation: r[2] };
-      }
-      case 'vote': {
-        const r = await script('vote', [keys.votes], [command.entry, Math.max(1, command.windowMs), fleetTables.maxVotes, fleetTables.maxLine]);
-        const nowMs = Array.isArray(r) ? storeTime(r[0]) : null;
-        if (nowMs === null) throw new WrongShape();
-        const votes = [];
-        for (let i = 1; i + 1 < r.length; i += 2) {
-          const at = storeTime(r[i + 1]);
-          // Anything else in the reply is not a vote.
-          if (isBytes(r[i]) && at !== null) votes.push([r[i], at]);
-        }
-        return { kind: 'voted', nowMs, votes };
-      }
-      case 'next-generation': {
-        const value = await this.#send(client, keys.gen, ['INCR', keys.gen]);
-        if (typeof value !== 'number') throw new WrongShape();
-        return { kind: 'generation', value };
-      }
+      case 'vote':
+        return voted(r);
       case 'publish':
-        await script('publish', [keys.event, keys.votes, keys.waiters], [keys.channel, command.line, command.expireMs ?? 0, publish]);
         return { kind: 'published' };
-      case 'take-lease': {
-        const r = await script('take', [keys.lease, keys.waiters], [command.holder, Math.max(1, command.ms)]);
+      case 'take':
         if (!Array.isArray(r) || r.length !== 2 || !Number.isInteger(r[0]) || !Number.isInteger(r[1])) throw new WrongShape();
         return { kind: 'lease', held: r[0] === 1, ttlMs: r[1] };
-      }
-      case 'renew-lease': {
-        const r = await script('renew', [keys.lease], [command.holder, Math.max(1, command.ms)]);
+      case 'renew':
         if (!Number.isInteger(r)) throw new WrongShape();
         return { kind: 'renewed', renewed: r === 1 };
-      }
-      case 'release-lease':
-        await script('release', [keys.lease, keys.waiters], [command.holder, keys.channel, command.notice, publish, keys.wake]);
+      case 'release':
         return { kind: 'released' };
       case 'repair':
-        await script('repair', [keys.gen], [command.floor]);
         return { kind: 'repaired' };
       default:
         throw new WrongShape();
     }
   }
+}
+
+/** The vote script's reply: the store's time, then entry, time pairs. */
+function voted(r) {
+  const nowMs = Array.isArray(r) ? storeTime(r[0]) : null;
+  if (nowMs === null) throw new WrongShape();
+  const votes = [];
+  for (let i = 1; i + 1 < r.length; i += 2) {
+    const at = storeTime(r[i + 1]);
+    // Anything else in the reply is not a vote.
+    if (isBytes(r[i]) && at !== null) votes.push([r[i], at]);
+  }
+  return { kind: 'voted', nowMs, votes };
 }

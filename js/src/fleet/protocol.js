@@ -108,13 +108,15 @@ export class MemberProtocol {
   #p;
   #link;
   #state = new Float64Array(fleetTables.stateLen);
+  #sharded;
 
   /**
    * `session` (16 hex digits) is random unless given: with the member id it holds the
    * probe lease, so two processes that share a member name never share a lease.
    */
-  constructor({ name, memberId, session = randomSession(), reconcileIntervalMs, link, key }) {
+  constructor({ name, memberId, session = randomSession(), reconcileIntervalMs, link, key, sharded = false }) {
     this.#link = link;
+    this.#sharded = sharded;
     this.#p = new wasm.FleetProtocol(name, memberId, session, reconcileIntervalMs, link.wasm(), signer(key));
     const [gen, event, votes, lease, channel, waiters, wake, ownChannel] = this.#p.keys().split(' ');
     /**
@@ -189,6 +191,17 @@ export class MemberProtocol {
   }
 
   #command(kind) {
+    return { ...this.#fields(kind), call: this.#call() };
+  }
+
+  /** The command's Redis call, as the core makes it: `{ script, keys, args }` (`INCR`: no script). */
+  #call() {
+    const [script, count, ...parts] = this.#p.call(this.#sharded).split('\n');
+    const n = Number(count);
+    return { script, keys: parts.slice(0, n), args: parts.slice(n) };
+  }
+
+  #fields(kind) {
     const number = this.#state[4];
     switch (kind) {
       case 'vote':

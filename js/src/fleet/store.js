@@ -168,6 +168,7 @@ export class FleetStore {
         reconcileIntervalMs: this.#options.reconcileIntervalMs,
         link,
         key: this.#options.key,
+        sharded: this.#options.cluster,
       });
     } catch (error) {
       breaker[fleetLink](null);
@@ -210,7 +211,7 @@ export class FleetStore {
     if (this.#link !== UP) return;
     const { command, subscriber } = this.#clients;
     const work = [this.#unsubscribe(subscriber, entry)];
-    if (release !== null) work.push(this.#commands.run(command, entry.protocol.keys, release));
+    if (release !== null) work.push(this.#commands.run(command, release));
     await bounded(Promise.allSettled(work), this.#options.storeTimeoutMs).catch(() => {});
   }
 
@@ -309,7 +310,7 @@ export class FleetStore {
     const epoch = this.#epoch;
     let reply;
     try {
-      reply = await bounded(this.#commands.run(this.#clients.command, entry.protocol.keys, command), this.#options.storeTimeoutMs);
+      reply = await bounded(this.#commands.run(this.#clients.command, command), this.#options.storeTimeoutMs);
     } catch (error) {
       if (epoch !== this.#epoch || entry.left) return;
       const fatal = failure(error, this.#redis.ErrorReply, entry.protocol);

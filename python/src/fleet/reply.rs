@@ -5,99 +5,67 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
 
 use tripgate_core::fleet::protocol::{Command, Reply};
+use tripgate_core::fleet::scripts::Script;
 use tripgate_core::fleet::wire::Keys;
-use tripgate_core::fleet::wire::{MAX_LINE, MAX_VOTES};
 
 use super::wire::bytes_of;
 
 /// A command as the adapter runs it: `(kind, fields, (script, keys, args))`, with `kind`
-/// and `fields` as the protocol vectors spell them, and the Redis call: a script of
-/// `fleet_scripts()` by name (run with `EVALSHA`), or `INCR`. `sharded`: the store is a
-/// Redis Cluster, where the scripts publish with `SPUBLISH` (the channels share the keys'
-/// slot).
+/// and `fields` as the protocol vectors spell them, and the Redis call as the core makes
+/// it ([`Command::call`]): a script of `fleet_scripts()` by name (run with `EVALSHA`), or
+/// `INCR`. `sharded`: the store is a Redis Cluster.
 pub(super) fn command_tuple<'py>(
     py: Python<'py>,
     keys: &Keys,
     sharded: bool,
     command: &Command,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let publish = if sharded { "SPUBLISH" } else { "PUBLISH" };
     let fields = PyDict::new(py);
-    let args = PyList::empty(py);
-    let (kind, script, script_keys): (&str, &str, Vec<&str>) = match command {
-        Command::Read => {
-            args.append(MAX_LINE)?;
-            ("read", "read", vec![keys.event.as_str(), keys.gen.as_str()])
-        }
+    let kind = match command {
+        Command::Read => "read",
         Command::Vote { entry, window_ms } => {
             fields.set_item("entry", entry)?;
             fields.set_item("window-ms", window_ms)?;
-            args.append(entry)?;
-            args.append((*window_ms).max(1))?;
-            args.append(MAX_VOTES)?;
-            args.append(MAX_LINE)?;
-            ("vote", "vote", vec![keys.votes.as_str()])
+            "vote"
         }
-        Command::NextGeneration => ("next-generation", "INCR", vec![keys.gen.as_str()]),
+        Command::NextGeneration => "next-generation",
         Command::Publish { line, expire_ms } => {
             fields.set_item("line", line)?;
             fields.set_item("expire-ms", expire_ms)?;
-            args.append(&keys.channel)?;
-            args.append(line)?;
-            args.append(expire_ms.unwrap_or(0))?;
-            args.append(publish)?;
-            (
-                "publish",
-                "publish",
-                vec![
-                    keys.event.as_str(),
-                    keys.votes.as_str(),
-                    keys.waiters.as_str(),
-                ],
-            )
+            "publish"
         }
         Command::TakeLease { holder, ms } | Command::RenewLease { holder, ms } => {
             fields.set_item("holder", holder)?;
             fields.set_item("ms", ms)?;
-            args.append(holder)?;
-            args.append((*ms).max(1))?;
-            // A member the store turns down joins the waiters, to be woken alone.
-            match command {
-                Command::TakeLease { .. } => (
-                    "take-lease",
-                    "take",
-                    vec![keys.lease.as_str(), keys.waiters.as_str()],
-                ),
-                _ => ("renew-lease", "renew", vec![keys.lease.as_str()]),
+            if matches!(command, Command::TakeLease { .. }) {
+                "take-lease"
+            } else {
+                "renew-lease"
             }
         }
         Command::ReleaseLease { holder, notice } => {
             fields.set_item("holder", holder)?;
             fields.set_item("notice", notice)?;
-            args.append(holder)?;
-            args.append(&keys.channel)?;
-            args.append(notice)?;
-            args.append(publish)?;
-            args.append(&keys.wake)?;
-            (
-                "release-lease",
-                "release",
-                vec![keys.lease.as_str(), keys.waiters.as_str()],
-            )
+            "release-lease"
         }
         Command::Repair { floor } => {
             fields.set_item("floor", floor)?;
-            args.append(floor)?;
-            ("repair", "repair", vec![keys.gen.as_str()])
+            "repair"
         }
     };
-    let call = (script, PyTuple::new(py, script_keys)?, args.to_tuple());
+    let call = command.call(keys, sharded);
+    let script = call.script.map_or("INCR", Script::name);
+    let redis_call = (
+        script,
+        PyTuple::new(py, &call.keys)?,
+        PyTuple::new(py, &call.args)?,
+    );
     PyTuple::new(
         py,
         [
             kind.into_pyobject(py)?.into_any(),
             fields.into_any(),
-            call.into_pyobject(py)?.into_any(),
+            redis_call.into_pyobject(py)?.into_any(),
         ],
     )
 }

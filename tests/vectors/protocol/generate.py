@@ -15,7 +15,30 @@ def line(name, gen, kind, ms, origin, key=None):
 def vote(name, member, gen, key=None):
     body=f"tripgate1 vote {name} {member} {gen}"
     return f"{member} {gen} {mac(body,key) if key else '-'}"
+# The Redis call of each command (FLEET.md, wit/fleet.md): the script, its KEYS and ARGV
+# in the order the script reads them, as every adapter sends it (not on a Cluster: there
+# the scripts publish with SPUBLISH). Written here from the scripts' headers, apart from
+# the core's Command::call, which the runners check against it.
+MAX_LINE, MAX_VOTES = 512, 64
+def call_of(command, fleet):
+    k=lambda suffix: f"tripgate:{{{fleet}}}:{suffix}"
+    (kind, f), = command.items()
+    if kind=="read": return {"script":"read","keys":[k("event"),k("gen")],"args":[str(MAX_LINE)]}
+    if kind=="vote": return {"script":"vote","keys":[k("votes")],"args":[f["entry"],str(max(1,f["window-ms"])),str(MAX_VOTES),str(MAX_LINE)]}
+    if kind=="next-generation": return {"script":"INCR","keys":[k("gen")],"args":[]}
+    if kind=="publish": return {"script":"publish","keys":[k("event"),k("votes"),k("waiters")],"args":[k("events"),f["line"],str(f["expire-ms"] or 0),"PUBLISH"]}
+    if kind=="take-lease": return {"script":"take","keys":[k("lease"),k("waiters")],"args":[f["holder"],str(max(1,f["ms"]))]}
+    if kind=="renew-lease": return {"script":"renew","keys":[k("lease")],"args":[f["holder"],str(max(1,f["ms"]))]}
+    if kind=="release-lease": return {"script":"release","keys":[k("lease"),k("waiters")],"args":[f["holder"],k("events"),f["notice"],"PUBLISH",k("wake:")]}
+    if kind=="repair": return {"script":"repair","keys":[k("gen")],"args":[str(f["floor"])]}
+    raise ValueError(kind)
+def with_calls(steps, fleet):
+    for st in steps:
+        c=st.get("expect",{}).get("command")
+        if c: st["expect"]["call"]=call_of(c, fleet)
+    return steps
 def write(n, name, description, spec, config, member, steps):
+    steps=with_calls(steps, member["name"])
     v={"name":f"{n:02d}-{name}","description":description,"spec":spec,"config":config,"member":member,"steps":steps}
     open(f"{OUT}/{n:02d}-{name}.json",'w').write(json.dumps(v,indent=1)+"\n")
 def S(at, op, expect=None, **kw):

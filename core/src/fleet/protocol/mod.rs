@@ -243,7 +243,9 @@ impl Counts {
     }
 }
 
+mod call;
 mod lease;
 mod member;
 
+pub use call::Call;
 pub use member::Protocol;
