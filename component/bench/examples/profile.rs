@@ -14,6 +14,7 @@
 //! window's buckets, more often under valgrind's slowdown).
 
 use std::hint::black_box;
+use std::sync::Mutex;
 
 use tripgate_host::{Clock, CoarseClock, FakeClock};
 use tripgate_wasmtime::wit;
@@ -81,36 +82,39 @@ fn engine() -> wasmtime::Engine {
 /// The keyed pair with the store behind a `Mutex` and a `CoarseClock` read per call.
 fn keyed_locked(bare: Bare, n: u64) {
     let clock = CoarseClock::new();
-    let locked = std::sync::Mutex::new(bare);
+    let locked = Mutex::new(bare);
     for _ in 0..n {
-        let now = clock.now();
-        let ticket = {
-            let mut b = locked.lock().unwrap();
-            let Bare {
-                store,
-                tripgate,
-                key,
-                ..
-            } = &mut *b;
-            let hot = tripgate.tripgate_breaker_circuit_breaker();
-            let admission = hot.call_acquire_keyed(store, *key, now).unwrap();
-            admitted(admission).ticket
-        };
-        let now = clock.now();
-        let mut b = locked.lock().unwrap();
-        let Bare {
-            store,
-            tripgate,
-            key,
-            ..
-        } = &mut *b;
-        let hot = tripgate.tripgate_breaker_circuit_breaker();
-        black_box(
-            hot.call_record_keyed(store, *key, ticket, Outcome::Success, now)
-                .unwrap(),
-        )
+        let admission = locked_call(&locked, clock.now(), |hot, store, key, now| {
+            hot.call_acquire_keyed(store, key, now).unwrap()
+        });
+        let ticket = admitted(admission).ticket;
+        black_box(locked_call(&locked, clock.now(), |hot, store, key, now| {
+            hot.call_record_keyed(store, key, ticket, Outcome::Success, now)
+                .unwrap()
+        }))
         .ok();
     }
+}
+
+/// One keyed call at `now` with the store behind the lock.
+fn locked_call<T>(
+    locked: &Mutex<Bare>,
+    now: u64,
+    call: impl FnOnce(&wit::Guest, &mut Store<()>, u32, u64) -> T,
+) -> T {
+    let mut b = locked.lock().unwrap();
+    let Bare {
+        store,
+        tripgate,
+        key,
+        ..
+    } = &mut *b;
+    call(
+        tripgate.tripgate_breaker_circuit_breaker(),
+        store,
+        *key,
+        now,
+    )
 }
 
 /// `n` of the bare bindings' `workload`.
