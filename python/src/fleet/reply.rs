@@ -15,6 +15,7 @@ use super::wire::bytes_of;
 /// `fleet_scripts()` by name (run with `EVALSHA`), or `INCR`. `sharded`: the store is a
 /// Redis Cluster, where the scripts publish with `SPUBLISH` (the channels share the keys'
 /// slot).
+// long: one arm per fleet command, with its fields and its Redis call
 pub(super) fn command_tuple<'py>(
     py: Python<'py>,
     keys: &Keys,
