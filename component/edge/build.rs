@@ -52,47 +52,12 @@ fn run() -> Result<(), String> {
     }
     println!("cargo:rerun-if-env-changed=TRIPGATE_COMPONENT");
 
-    // The tripgate component as shipped (`tripgate-wasmtime` embeds these bytes, and
-    // `tripgate-artifacts check` keeps them what the sources build), or another build of it.
-    let tripgate = match env::var_os("TRIPGATE_COMPONENT") {
-        Some(path) => PathBuf::from(path),
-        None => workspace.join("component/wasmtime/tripgate.wasm"),
-    };
-    cargo(
-        &workspace,
-        &target_dir,
-        &["-p", "tripgate-http-guard", "--profile", "wasm"],
-    )?;
-    let guard = target_dir.join("wasm32-wasip2/wasm/tripgate_http_guard.wasm");
-    let bare_dir = target_dir.join("tripgate-edge-bare");
-    cargo(
-        &workspace,
-        &bare_dir,
-        &[
-            "-p",
-            "tripgate-http-guard",
-            "--features",
-            "bare",
-            "--profile",
-            "wasm",
-        ],
-    )?;
-    let bare = bare_dir.join("wasm32-wasip2/wasm/tripgate_http_guard.wasm");
-    let draft_dir = target_dir.join("tripgate-edge-draft");
-    cargo(
-        &workspace,
-        &draft_dir,
-        &[
-            "-p",
-            "tripgate-http-guard",
-            "--features",
-            "draft",
-            "--profile",
-            "wasm",
-        ],
-    )?;
-    let draft = draft_dir.join("wasm32-wasip2/wasm/tripgate_http_guard.wasm");
-
+    let Guests {
+        tripgate,
+        guard,
+        bare,
+        draft,
+    } = guests(&workspace, &target_dir)?;
     let read =
         |path: &Path| std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()));
     let composed = |guard: &Path| {
@@ -124,6 +89,53 @@ fn run() -> Result<(), String> {
         write(&format!("{name}.wasm"), &bytes)?;
     }
     write("footprint.rs", measured.as_bytes())
+}
+
+/// The built components: the shipped tripgate component, and the guard in its three
+/// builds.
+struct Guests {
+    tripgate: PathBuf,
+    guard: PathBuf,
+    bare: PathBuf,
+    draft: PathBuf,
+}
+
+/// Builds what `Guests` holds (steps 1 and 2), each build in a target directory of its own.
+fn guests(workspace: &Path, target_dir: &Path) -> Result<Guests, String> {
+    // The tripgate component as shipped (`tripgate-wasmtime` embeds these bytes, and
+    // `tripgate-artifacts check` keeps them what the sources build), or another build of it.
+    let tripgate = match env::var_os("TRIPGATE_COMPONENT") {
+        Some(path) => PathBuf::from(path),
+        None => workspace.join("component/wasmtime/tripgate.wasm"),
+    };
+    cargo(
+        workspace,
+        target_dir,
+        &["-p", "tripgate-http-guard", "--profile", "wasm"],
+    )?;
+    let guard = target_dir.join("wasm32-wasip2/wasm/tripgate_http_guard.wasm");
+    let built = |feature: &str| -> Result<PathBuf, String> {
+        let dir = target_dir.join(format!("tripgate-edge-{feature}"));
+        cargo(
+            workspace,
+            &dir,
+            &[
+                "-p",
+                "tripgate-http-guard",
+                "--features",
+                feature,
+                "--profile",
+                "wasm",
+            ],
+        )?;
+        Ok(dir.join("wasm32-wasip2/wasm/tripgate_http_guard.wasm"))
+    };
+    Ok(Guests {
+        tripgate,
+        guard,
+        bare: built("bare")?,
+        draft: built("draft")?,
+    })
 }
 
 /// The slots one instance of a component takes from a pooling allocator.

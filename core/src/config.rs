@@ -157,6 +157,7 @@ impl Config {
     }
 
     /// Checks every rule; the error names the first field that breaks one.
+    // long: one check per rule, in the order that decides which broken rule is reported
     pub fn validate(&self) -> Result<(), ConfigError> {
         use Field as F;
         use Rule as R;

@@ -20,9 +20,7 @@
 //! judged (u32), ten lifetime counters (u64: admitted, rejected by each of the five
 //! reasons, successes, faults, stale, transitions), the transitions by route (u64 each, in
 //! `ROUTES` order), last transition (flag u8, then from, to, reason: u8, age, epoch: u64),
-//! the window, the checksum (u32). Versions 1 (four rejection reasons) and 2 (no route
-//! counters) still import; their transitions count on no route, so after such an import
-//! the route counters add up to the transitions since the import only. Fleet membership is
+//! the window, the checksum (u32). An import reads this version only. Fleet membership is
 //! not carried.
 
 use core::fmt;
@@ -44,13 +42,8 @@ pub const MAX_EXPORT_LEN: usize = 1184;
 pub const MAX_IMPORT_EPOCH: u64 = MAX_EPOCH >> 1;
 
 pub(crate) const MAGIC: [u8; 3] = *b"TGB";
-/// 3: the transition counters by route follow the lifetime counters.
+/// The layout written and read (the module's docs).
 pub(crate) const VERSION: u8 = 3;
-/// Version 2 had no route counters.
-pub(crate) const VERSION_NO_ROUTES: u8 = 2;
-/// Version 1 counted four rejection reasons (before `probing-elsewhere`) and no routes;
-/// its states still import, with no rejections of the fifth.
-pub(crate) const VERSION_4_REASONS: u8 = 1;
 
 /// Why an export or import failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -409,12 +409,17 @@ const COOLDOWN_AT: usize = 40;
 fn crafted(bytes: &[u8], at: usize, value: u64) -> Vec<u8> {
     let mut crafted = bytes.to_vec();
     crafted[at..at + 8].copy_from_slice(&value.to_le_bytes());
-    let body = crafted.len() - 4;
-    let checksum = crafted[..body].iter().fold(0x811c_9dc5u32, |hash, &b| {
+    sealed(crafted)
+}
+
+/// `bytes` with their checksum made right for what they now hold.
+fn sealed(mut bytes: Vec<u8>) -> Vec<u8> {
+    let body = bytes.len() - 4;
+    let checksum = bytes[..body].iter().fold(0x811c_9dc5u32, |hash, &b| {
         (hash ^ u32::from(b)).wrapping_mul(0x0100_0193)
     });
-    crafted[body..].copy_from_slice(&checksum.to_le_bytes());
-    crafted
+    bytes[body..].copy_from_slice(&checksum.to_le_bytes());
+    bytes
 }
 
 fn with_epoch(bytes: &[u8], epoch: u64) -> Vec<u8> {
@@ -463,6 +468,28 @@ fn snapshot_cannot_hold_a_breaker_open_past_the_importers_config() {
     importer.import(&forever, 0, 0).unwrap();
     assert_eq!(importer.metrics(0).cooldown_remaining, 4_800 * MS);
     assert_eq!(capped.longest_opening(), 4_800 * MS);
+}
+
+#[test]
+fn snapshot_reads_only_its_own_version() {
+    let mut b = breaker(Config::default());
+    tripped(&mut b, 0);
+    let bytes = export(&b, S);
+    let mut importer = breaker(Config::default());
+    let before = importer.clone();
+    // Sealed bytes, so the version is the only thing wrong with them.
+    for version in [0u8, 1, 2, 4, 255] {
+        let mut other = bytes.clone();
+        other[3] = version;
+        assert_eq!(
+            importer.import(&sealed(other), 0, S),
+            Err(tripgate_core::SnapshotError::UnsupportedVersion(version)),
+            "version {version}"
+        );
+    }
+    assert_eq!(importer, before);
+    importer.import(&bytes, 0, S).unwrap();
+    assert_eq!(importer.state(S), State::Open);
 }
 
 #[test]

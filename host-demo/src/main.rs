@@ -21,24 +21,25 @@ mod scenario;
 mod stats;
 mod svg;
 mod upstream;
+mod watch;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use tripgate_wasmtime::{Config, Runtime, State};
+use tripgate_wasmtime::{Config, Runtime};
 
-use caller::{Caller, CallerConfig};
+use caller::{Caller, CallerConfig, CallerShared};
 use loadgen::{LoadGen, Route};
 use metrics::MetricsServer;
 use options::{Modes, Options, Parsed};
 use scenario::{Scenario, Timeline};
-use stats::{Counters, Mode, PhaseStats, Run, Tick};
-use upstream::{Upstream, UpstreamConfig};
+use stats::{Counters, Mode, PhaseStats, Run};
+use upstream::{Upstream, UpstreamConfig, UpstreamShared};
+use watch::{Sampler, Watched};
 
 /// The run's durations after scaling, and what the upstream does with them.
 pub struct Setup {
@@ -153,14 +154,7 @@ fn run(o: &Options) -> Result<()> {
         Modes::Tripgate => &[Mode::Tripgate],
     };
     let runtime = if modes.contains(&Mode::Tripgate) {
-        Some(match o.component.as_deref() {
-            // The component `tripgate-wasmtime` was built with, embedded in this binary.
-            None => Runtime::new()?,
-            Some(path) => {
-                setup.component = Some(path.canonicalize().unwrap_or_else(|_| path.into()));
-                Runtime::from_file(path)?
-            }
-        })
+        Some(runtime(o, &mut setup)?)
     } else {
         None
     };
@@ -201,22 +195,7 @@ fn run(o: &Options) -> Result<()> {
         .collect();
     let checks = stats::checks(o, &pairs);
 
-    let picture = o.out.clone().unwrap_or_else(default_picture_path);
-    let title = format!(
-        "tripgate brownout: {} workers, upstream route {:.0}/s, unrelated {:.0}/s, timeout {}, K = {}, M = {}",
-        o.pool,
-        o.upstream_rate(),
-        o.local_rate,
-        report::secs(setup.timeout),
-        o.probes,
-        o.successes
-    );
-    let svg = svg::render(&pairs, &title, setup.client_timeout.as_secs_f64() * 1000.0);
-    if let Some(dir) = picture.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    std::fs::write(&picture, svg).with_context(|| format!("writing {}", picture.display()))?;
-    let picture = picture.canonicalize().unwrap_or(picture);
+    let picture = write_picture(o, &setup, &pairs)?;
 
     let tables = report::tables(o, &setup, &pairs, &checks);
     let footer = format!(
@@ -232,6 +211,38 @@ fn run(o: &Options) -> Result<()> {
         print!("{tables}{footer}");
     }
     Ok(())
+}
+
+/// The runtime the tripgate run's breaker lives in: the component `tripgate-wasmtime` was
+/// built with (embedded in this binary), or the one `--component` names.
+fn runtime(o: &Options, setup: &mut Setup) -> Result<Runtime> {
+    Ok(match o.component.as_deref() {
+        None => Runtime::new()?,
+        Some(path) => {
+            setup.component = Some(path.canonicalize().unwrap_or_else(|_| path.into()));
+            Runtime::from_file(path)?
+        }
+    })
+}
+
+/// Draws the runs' timelines into `--out` (or the default picture); its path.
+fn write_picture(o: &Options, setup: &Setup, pairs: &[(&Run, &[PhaseStats])]) -> Result<PathBuf> {
+    let picture = o.out.clone().unwrap_or_else(default_picture_path);
+    let title = format!(
+        "tripgate brownout: {} workers, upstream route {:.0}/s, unrelated {:.0}/s, timeout {}, K = {}, M = {}",
+        o.pool,
+        o.upstream_rate(),
+        o.local_rate,
+        report::secs(setup.timeout),
+        o.probes,
+        o.successes
+    );
+    let svg = svg::render(pairs, &title, setup.client_timeout.as_secs_f64() * 1000.0);
+    if let Some(dir) = picture.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&picture, svg).with_context(|| format!("writing {}", picture.display()))?;
+    Ok(picture.canonicalize().unwrap_or(picture))
 }
 
 /// `host-demo upstream [OPTIONS]`: the scripted upstream alone, for a caller service in
@@ -290,8 +301,8 @@ fn upstream_only(args: &[String]) -> Result<()> {
         );
     }
     upstream.stop();
-    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::SeqCst);
-    let load32 = |a: &std::sync::atomic::AtomicU32| a.load(Ordering::SeqCst);
+    let load = |a: &AtomicU64| a.load(Ordering::SeqCst);
+    let load32 = |a: &AtomicU32| a.load(Ordering::SeqCst);
     let counters: Vec<serde_json::Value> = upstream
         .shared
         .phases
@@ -328,6 +339,57 @@ fn default_picture_path() -> PathBuf {
     }
 }
 
+/// The caller's and the upstream's counters of each phase.
+fn counters(caller: &CallerShared, upstream: &UpstreamShared) -> Vec<Counters> {
+    let r = |a: &AtomicU64| a.load(Ordering::SeqCst);
+    let r32 = |a: &AtomicU32| a.load(Ordering::SeqCst);
+    caller
+        .phases
+        .iter()
+        .zip(&upstream.phases)
+        .map(|(c, u)| Counters {
+            peak_busy: r32(&c.peak_busy),
+            peak_waiting: r32(&c.peak_waiting),
+            shed: r(&c.shed),
+            sent: r(&c.sent),
+            probes_sent: r(&c.probes_sent),
+            rejected: r(&c.rejected),
+            recorded_404: r(&c.recorded_404),
+            recorded_404_closed: r(&c.recorded_404_closed),
+            upstream_received: r(&u.received),
+            upstream_probes: r(&u.probes),
+            upstream_peak: r32(&u.peak),
+            upstream_peak_probes: r32(&u.peak_probes),
+            upstream_abandoned: r(&u.abandoned),
+        })
+        .collect()
+}
+
+fn caller_config(o: &Options, setup: &Setup, upstream: &Upstream) -> CallerConfig {
+    CallerConfig {
+        pool: o.pool,
+        queue: o.queue,
+        timeout: setup.timeout,
+        local_work: o.local_work,
+        upstream: upstream.addr,
+    }
+}
+
+/// The requests of both routes. The same seeds in both runs: the same requests at the same
+/// offsets.
+fn schedules(o: &Options, total: Duration) -> Vec<(Route, Vec<Duration>)> {
+    vec![
+        (
+            Route::Upstream,
+            loadgen::arrivals(o.upstream_rate(), total, o.seed),
+        ),
+        (
+            Route::Local,
+            loadgen::arrivals(o.local_rate, total, o.seed.wrapping_add(1)),
+        ),
+    ]
+}
+
 /// One run of the whole scenario.
 fn run_one(
     o: &Options,
@@ -355,142 +417,33 @@ fn run_one(
     metrics.show(breaker.clone());
     let mut caller = Caller::start(
         timeline.clone(),
-        CallerConfig {
-            pool: o.pool,
-            queue: o.queue,
-            timeout: setup.timeout,
-            local_work: o.local_work,
-            upstream: upstream.addr,
-        },
+        caller_config(o, setup, &upstream),
         breaker,
     )?;
-    // The same seeds in both runs: the same requests at the same offsets.
-    let schedules = vec![
-        (
-            Route::Upstream,
-            loadgen::arrivals(o.upstream_rate(), total, o.seed),
-        ),
-        (
-            Route::Local,
-            loadgen::arrivals(o.local_rate, total, o.seed.wrapping_add(1)),
-        ),
-    ];
-    let load = LoadGen::start(&timeline, caller.addr, schedules, setup.client_timeout)?;
-
-    // The sampler: busy workers, waiting line, upstream concurrency, breaker state.
-    let ticks = Arc::new(Mutex::new(Vec::<Tick>::new()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampler = {
-        let (ticks, stop) = (Arc::clone(&ticks), Arc::clone(&stop));
-        let (caller, upstream, timeline) = (
-            Arc::clone(&caller.shared),
-            Arc::clone(&upstream.shared),
-            timeline.clone(),
-        );
-        let every = o
-            .scaled(Duration::from_millis(10))
-            .max(Duration::from_millis(4));
-        std::thread::Builder::new()
-            .name("sampler".into())
-            .spawn(move || {
-                let mut due = Instant::now();
-                while !stop.load(Ordering::SeqCst) {
-                    let now = Instant::now();
-                    let tick = Tick {
-                        at: timeline.secs(now),
-                        // How late this thread woke: the machine's scheduling delay.
-                        late: now.saturating_duration_since(due).as_secs_f64(),
-                        busy: caller.busy(),
-                        waiting: caller.waiting(),
-                        upstream: upstream.in_flight(),
-                        probes: upstream.probes_in_flight(),
-                        state: caller.breaker().and_then(|b| b.state().ok()),
-                    };
-                    ticks.lock().unwrap_or_else(|p| p.into_inner()).push(tick);
-                    due = Instant::now() + every;
-                    std::thread::sleep(every);
-                }
-            })?
+    let load = LoadGen::start(
+        &timeline,
+        caller.addr,
+        schedules(o, total),
+        setup.client_timeout,
+    )?;
+    let sampler = Sampler::start(o, &caller.shared, &upstream.shared, &timeline)?;
+    let watched = Watched {
+        mode,
+        timeline: &timeline,
+        caller: &caller.shared,
+        upstream: &upstream.shared,
+        load: &load,
     };
-
-    // Progress until the schedule ends.
-    let end = timeline.start + total;
-    let tty = std::io::stderr().is_terminal();
-    let mut last_line = Instant::now() - Duration::from_secs(10);
-    while Instant::now() < end {
-        std::thread::sleep(
-            Duration::from_millis(100).min(end.saturating_duration_since(Instant::now())),
-        );
-        let every = if tty {
-            Duration::from_millis(200)
-        } else {
-            Duration::from_secs(1)
-        };
-        if o.quiet || last_line.elapsed() < every {
-            continue;
-        }
-        last_line = Instant::now();
-        let phase = &timeline.scenario.phases[timeline.phase_now()];
-        let state = caller
-            .shared
-            .breaker()
-            .and_then(|b| b.state().ok())
-            .map_or("none", State::name);
-        let line = format!(
-            "  {:<13}{:>5.1}/{:.1} s  {:<14} busy {:>3}/{}  waiting {:>3}  upstream in flight {:>3} (probes {})  breaker {:<9} in flight {:>4}",
-            mode.name(),
-            timeline.secs(Instant::now()).max(0.0),
-            total.as_secs_f64(),
-            phase.name,
-            caller.shared.busy(),
-            o.pool,
-            caller.shared.waiting(),
-            upstream.shared.in_flight(),
-            upstream.shared.probes_in_flight(),
-            state,
-            load.outstanding(),
-        );
-        let mut err = std::io::stderr().lock();
-        if tty {
-            let _ = write!(err, "\r{line}\x1b[K");
-        } else {
-            let _ = writeln!(err, "{line}");
-        }
-        let _ = err.flush();
-    }
+    watch::progress_until(timeline.start + total, o, &watched);
     let samples = load.finish();
-    stop.store(true, Ordering::SeqCst);
-    let _ = sampler.join();
+    let ticks = sampler.finish();
     let metrics = caller.shared.breaker().and_then(|b| b.metrics().ok());
     caller.stop();
     upstream.stop();
-    if tty && !o.quiet {
+    if std::io::stderr().is_terminal() && !o.quiet {
         eprintln!();
     }
-
-    let counters = (0..scenario.phases.len())
-        .map(|i| {
-            let c = &caller.shared.phases[i];
-            let u = &upstream.shared.phases[i];
-            let r = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::SeqCst);
-            let r32 = |a: &std::sync::atomic::AtomicU32| a.load(Ordering::SeqCst);
-            Counters {
-                peak_busy: r32(&c.peak_busy),
-                peak_waiting: r32(&c.peak_waiting),
-                shed: r(&c.shed),
-                sent: r(&c.sent),
-                probes_sent: r(&c.probes_sent),
-                rejected: r(&c.rejected),
-                recorded_404: r(&c.recorded_404),
-                recorded_404_closed: r(&c.recorded_404_closed),
-                upstream_received: r(&u.received),
-                upstream_probes: r(&u.probes),
-                upstream_peak: r32(&u.peak),
-                upstream_peak_probes: r32(&u.peak_probes),
-                upstream_abandoned: r(&u.abandoned),
-            }
-        })
-        .collect();
+    let counters = counters(&caller.shared, &upstream.shared);
     let transitions = std::mem::take(
         &mut *caller
             .shared
@@ -498,7 +451,6 @@ fn run_one(
             .lock()
             .unwrap_or_else(|p| p.into_inner()),
     );
-    let ticks = std::mem::take(&mut *ticks.lock().unwrap_or_else(|p| p.into_inner()));
     let run = Run {
         mode,
         scenario,

@@ -92,7 +92,6 @@ pub fn tables(
         return out;
     };
     let phases = &first.scenario.phases;
-    let pool = first.pool;
     for (i, phase) in phases.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -104,141 +103,11 @@ pub fn tables(
             phase.end.as_secs_f64(),
             describe(phase, setup)
         );
-        let cols = |f: &dyn Fn(&Run, &PhaseStats) -> String| -> Vec<String> {
-            runs.iter().map(|(r, p)| f(r, &p[i])).collect()
-        };
-        row(&mut out, "", &cols(&|r, _| r.mode.name().to_string()));
-        let route = |s: &RouteStats| format!("{} / {} ms", ms(s.p50), ms(s.p99));
-        row(
-            &mut out,
-            "unrelated route p50 / p99",
-            &cols(&|_, p| route(&p.local)),
-        );
-        row(
-            &mut out,
-            "unrelated route errors",
-            &cols(&|_, p| {
-                format!(
-                    "{:.1}% ({}/{})",
-                    p.local.error_rate() * 100.0,
-                    p.local.failed(),
-                    p.local.count
-                )
-            }),
-        );
-        row(
-            &mut out,
-            "machine: scheduling delay p99",
-            &cols(&|_, p| format!("{} ms", ms(p.sched_delay_p99))),
-        );
-        row(
-            &mut out,
-            &format!("worker pool peak (of {pool})"),
-            &cols(&|r, p| {
-                if p.counters.peak_busy >= r.pool {
-                    format!(
-                        "{} FULL {:.0}% of time",
-                        p.counters.peak_busy,
-                        p.saturated_share * 100.0
-                    )
-                } else {
-                    p.counters.peak_busy.to_string()
-                }
-            }),
-        );
-        row(
-            &mut out,
-            "waiting line peak / shed (503)",
-            &cols(&|_, p| format!("{} / {}", p.counters.peak_waiting, p.counters.shed)),
-        );
-        row(
-            &mut out,
-            "upstream route: real / fallback / err",
-            &cols(&|_, p| {
-                let s = &p.upstream_route;
-                format!("{} / {} / {}", s.ok + s.not_found, s.fallback, s.failed())
-            }),
-        );
-        row(
-            &mut out,
-            "upstream route p50 / p99",
-            &cols(&|_, p| route(&p.upstream_route)),
-        );
-        row(
-            &mut out,
-            "requests the upstream received",
-            &cols(&|_, p| p.counters.upstream_received.to_string()),
-        );
-        row(
-            &mut out,
-            "upstream peak concurrency",
-            &cols(&|_, p| p.counters.upstream_peak.to_string()),
-        );
-        row(
-            &mut out,
-            &format!("probes received (peak at once, K={})", o.probes),
-            &cols(&|r, p| match r.metrics {
-                None => "–".into(),
-                Some(_) => format!(
-                    "{} (peak {})",
-                    p.counters.upstream_probes, p.counters.upstream_peak_probes
-                ),
-            }),
-        );
-        row(
-            &mut out,
-            "breaker closed / open / half-open",
-            &cols(&|r, p| match r.metrics {
-                None => "no breaker".into(),
-                Some(_) => format!(
-                    "{:.0}% / {:.0}% / {:.0}%",
-                    p.closed_share * 100.0,
-                    p.open_share * 100.0,
-                    p.half_open_share * 100.0
-                ),
-            }),
-        );
-        row(
-            &mut out,
-            "rejected by the breaker",
-            &cols(&|r, p| match r.metrics {
-                None => "–".into(),
-                Some(_) => p.counters.rejected.to_string(),
-            }),
-        );
-        row(
-            &mut out,
-            "trips: in phase / by its answers",
-            &cols(&|r, p| match r.metrics {
-                None => "–".into(),
-                Some(_) => format!("{} / {}", p.trips, p.trips_caused),
-            }),
-        );
-        if phase.behaviour == Behaviour::NotFound {
-            row(
-                &mut out,
-                "404s the closed breaker recorded",
-                &cols(&|r, p| match r.metrics {
-                    None => "–".into(),
-                    Some(_) => p.counters.recorded_404_closed.to_string(),
-                }),
-            );
-        }
-        // Transitions, one per line, in the breaker's column.
-        for (run, stats) in runs {
-            if run.metrics.is_none() {
-                continue;
-            }
-            let lines = transitions_text(&stats[i].transitions);
-            let shown = 6;
-            for (n, line) in lines.iter().take(shown).enumerate() {
-                let label = if n == 0 { "transitions" } else { "" };
-                let _ = writeln!(out, "  {label:<LABEL$}{line}");
-            }
-            if lines.len() > shown {
-                let _ = writeln!(out, "  {:<LABEL$}… {} more", "", lines.len() - shown);
-            }
-        }
+        let table = Columns { runs, phase: i };
+        table.row(&mut out, "", |r, _| r.mode.name().to_string());
+        service_rows(&mut out, &table, first.pool);
+        breaker_rows(&mut out, &table, o, phase);
+        transition_lines(&mut out, runs, i);
     }
     out.push_str("\n── acceptance (from this run's own measurements)\n");
     for check in checks {
@@ -251,6 +120,134 @@ pub fn tables(
         );
     }
     out
+}
+
+/// One phase of every run, a column each.
+struct Columns<'a> {
+    runs: &'a [(&'a Run, &'a [PhaseStats])],
+    phase: usize,
+}
+
+impl Columns<'_> {
+    fn row(&self, out: &mut String, label: &str, cell: impl Fn(&Run, &PhaseStats) -> String) {
+        let cells: Vec<String> = self
+            .runs
+            .iter()
+            .map(|(r, p)| cell(r, &p[self.phase]))
+            .collect();
+        row(out, label, &cells);
+    }
+
+    /// A row about the breaker: `none` in the column of the run without one.
+    fn breaker_row(
+        &self,
+        out: &mut String,
+        label: &str,
+        none: &str,
+        cell: impl Fn(&PhaseStats) -> String,
+    ) {
+        self.row(out, label, |r, p| match r.metrics {
+            None => none.into(),
+            Some(_) => cell(p),
+        });
+    }
+}
+
+/// What the caller service and the upstream went through.
+fn service_rows(out: &mut String, table: &Columns<'_>, pool: u32) {
+    let route = |s: &RouteStats| format!("{} / {} ms", ms(s.p50), ms(s.p99));
+    table.row(out, "unrelated route p50 / p99", |_, p| route(&p.local));
+    table.row(out, "unrelated route errors", |_, p| {
+        format!(
+            "{:.1}% ({}/{})",
+            p.local.error_rate() * 100.0,
+            p.local.failed(),
+            p.local.count
+        )
+    });
+    table.row(out, "machine: scheduling delay p99", |_, p| {
+        format!("{} ms", ms(p.sched_delay_p99))
+    });
+    table.row(out, &format!("worker pool peak (of {pool})"), |r, p| {
+        if p.counters.peak_busy >= r.pool {
+            format!(
+                "{} FULL {:.0}% of time",
+                p.counters.peak_busy,
+                p.saturated_share * 100.0
+            )
+        } else {
+            p.counters.peak_busy.to_string()
+        }
+    });
+    table.row(out, "waiting line peak / shed (503)", |_, p| {
+        format!("{} / {}", p.counters.peak_waiting, p.counters.shed)
+    });
+    table.row(out, "upstream route: real / fallback / err", |_, p| {
+        let s = &p.upstream_route;
+        format!("{} / {} / {}", s.ok + s.not_found, s.fallback, s.failed())
+    });
+    table.row(out, "upstream route p50 / p99", |_, p| {
+        route(&p.upstream_route)
+    });
+    table.row(out, "requests the upstream received", |_, p| {
+        p.counters.upstream_received.to_string()
+    });
+    table.row(out, "upstream peak concurrency", |_, p| {
+        p.counters.upstream_peak.to_string()
+    });
+}
+
+/// What the breaker did, in the run that has one.
+fn breaker_rows(out: &mut String, table: &Columns<'_>, o: &Options, phase: &Phase) {
+    let label = format!("probes received (peak at once, K={})", o.probes);
+    table.breaker_row(out, &label, "–", |p| {
+        format!(
+            "{} (peak {})",
+            p.counters.upstream_probes, p.counters.upstream_peak_probes
+        )
+    });
+    table.breaker_row(
+        out,
+        "breaker closed / open / half-open",
+        "no breaker",
+        |p| {
+            format!(
+                "{:.0}% / {:.0}% / {:.0}%",
+                p.closed_share * 100.0,
+                p.open_share * 100.0,
+                p.half_open_share * 100.0
+            )
+        },
+    );
+    table.breaker_row(out, "rejected by the breaker", "–", |p| {
+        p.counters.rejected.to_string()
+    });
+    table.breaker_row(out, "trips: in phase / by its answers", "–", |p| {
+        format!("{} / {}", p.trips, p.trips_caused)
+    });
+    if phase.behaviour == Behaviour::NotFound {
+        table.breaker_row(out, "404s the closed breaker recorded", "–", |p| {
+            p.counters.recorded_404_closed.to_string()
+        });
+    }
+}
+
+/// The transitions of phase `i`, one per line, in the breaker's column.
+fn transition_lines(out: &mut String, runs: &[(&Run, &[PhaseStats])], i: usize) {
+    for (run, stats) in runs {
+        if run.metrics.is_none() {
+            continue;
+        }
+        let lines = transitions_text(&stats[i].transitions);
+        let shown = 6;
+        for (n, line) in lines.iter().take(shown).enumerate() {
+            let label = if n == 0 { "transitions" } else { "" };
+            let _ = writeln!(out, "  {label:<LABEL$}{line}");
+        }
+        if lines.len() > shown {
+            let _ = writeln!(out, "  {:<LABEL$}… {} more", "", lines.len() - shown);
+        }
+    }
 }
 
 fn route_json(s: &RouteStats) -> Value {
@@ -292,68 +289,7 @@ pub fn json(
 ) -> Value {
     let runs: Vec<Value> = runs
         .iter()
-        .map(|(run, stats)| {
-            let phases: Vec<Value> = run
-                .scenario
-                .phases
-                .iter()
-                .zip(stats.iter())
-                .map(|(phase, p)| {
-                    let c = &p.counters;
-                    json!({
-                        "name": phase.name,
-                        "start_s": phase.start.as_secs_f64(),
-                        "end_s": phase.end.as_secs_f64(),
-                        "local": route_json(&p.local),
-                        "upstream_route": route_json(&p.upstream_route),
-                        "pool_peak": c.peak_busy,
-                        "pool_saturated": c.peak_busy >= run.pool,
-                        "saturated_share": p.saturated_share,
-                        "sched_delay_p99_ms": p.sched_delay_p99,
-                        "waiting_peak": c.peak_waiting,
-                        "shed": c.shed,
-                        "calls_sent": c.sent,
-                        "probes_sent": c.probes_sent,
-                        "rejected": c.rejected,
-                        "recorded_404": c.recorded_404,
-                        "recorded_404_closed": c.recorded_404_closed,
-                        "upstream_received": c.upstream_received,
-                        "upstream_probes": c.upstream_probes,
-                        "upstream_peak_concurrency": c.upstream_peak,
-                        "upstream_peak_probes": c.upstream_peak_probes,
-                        "upstream_abandoned": c.upstream_abandoned,
-                        "trips": p.trips,
-                        "trips_caused": p.trips_caused,
-                        "closed_share": p.closed_share,
-                        "open_share": p.open_share,
-                        "half_open_share": p.half_open_share,
-                        "transitions": p.transitions.iter().map(transition_json).collect::<Vec<_>>(),
-                    })
-                })
-                .collect();
-            let metrics = run.metrics.as_ref().map(|m| {
-                json!({
-                    "state": m.state.name(),
-                    "epoch": m.epoch,
-                    "admitted_total": m.admitted_total,
-                    "rejected_open": m.rejected(RejectReason::Open),
-                    "rejected_probing": m.rejected(RejectReason::Probing),
-                    "successes_total": m.successes_total,
-                    "faults_total": m.faults_total,
-                    "stale_total": m.stale_total,
-                    "transitions_total": m.transitions_total,
-                })
-            });
-            json!({
-                "mode": run.mode.name(),
-                "pool": run.pool,
-                "wall_s": run.wall,
-                "requests": run.samples.len(),
-                "pool_peak": stats.iter().map(|p| p.counters.peak_busy).max().unwrap_or(0),
-                "breaker": metrics,
-                "phases": phases,
-            })
-        })
+        .map(|(run, stats)| run_json(run, stats))
         .collect();
     json!({
         "options": {
@@ -377,5 +313,71 @@ pub fn json(
         "checks": checks.iter().map(|c| json!({"name": c.name, "pass": c.pass, "detail": c.detail})).collect::<Vec<_>>(),
         "all_pass": checks.iter().all(|c| c.pass),
         "picture": picture.display().to_string(),
+    })
+}
+
+/// One run: its phases and its breaker's lifetime counters.
+fn run_json(run: &Run, stats: &[PhaseStats]) -> Value {
+    let phases: Vec<Value> = run
+        .scenario
+        .phases
+        .iter()
+        .zip(stats.iter())
+        .map(|(phase, p)| phase_json(run, phase, p))
+        .collect();
+    let metrics = run.metrics.as_ref().map(|m| {
+        json!({
+            "state": m.state.name(),
+            "epoch": m.epoch,
+            "admitted_total": m.admitted_total,
+            "rejected_open": m.rejected(RejectReason::Open),
+            "rejected_probing": m.rejected(RejectReason::Probing),
+            "successes_total": m.successes_total,
+            "faults_total": m.faults_total,
+            "stale_total": m.stale_total,
+            "transitions_total": m.transitions_total,
+        })
+    });
+    json!({
+        "mode": run.mode.name(),
+        "pool": run.pool,
+        "wall_s": run.wall,
+        "requests": run.samples.len(),
+        "pool_peak": stats.iter().map(|p| p.counters.peak_busy).max().unwrap_or(0),
+        "breaker": metrics,
+        "phases": phases,
+    })
+}
+
+fn phase_json(run: &Run, phase: &Phase, p: &PhaseStats) -> Value {
+    let c = &p.counters;
+    json!({
+        "name": phase.name,
+        "start_s": phase.start.as_secs_f64(),
+        "end_s": phase.end.as_secs_f64(),
+        "local": route_json(&p.local),
+        "upstream_route": route_json(&p.upstream_route),
+        "pool_peak": c.peak_busy,
+        "pool_saturated": c.peak_busy >= run.pool,
+        "saturated_share": p.saturated_share,
+        "sched_delay_p99_ms": p.sched_delay_p99,
+        "waiting_peak": c.peak_waiting,
+        "shed": c.shed,
+        "calls_sent": c.sent,
+        "probes_sent": c.probes_sent,
+        "rejected": c.rejected,
+        "recorded_404": c.recorded_404,
+        "recorded_404_closed": c.recorded_404_closed,
+        "upstream_received": c.upstream_received,
+        "upstream_probes": c.upstream_probes,
+        "upstream_peak_concurrency": c.upstream_peak,
+        "upstream_peak_probes": c.upstream_peak_probes,
+        "upstream_abandoned": c.upstream_abandoned,
+        "trips": p.trips,
+        "trips_caused": p.trips_caused,
+        "closed_share": p.closed_share,
+        "open_share": p.open_share,
+        "half_open_share": p.half_open_share,
+        "transitions": p.transitions.iter().map(transition_json).collect::<Vec<_>>(),
     })
 }

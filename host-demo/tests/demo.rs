@@ -63,87 +63,15 @@ fn verdict(v: &Value, svg: &Path) -> Result<(), String> {
             .ok_or(format!("no {mode} run"))
     };
     let (plain, guarded) = (run("timeout-only")?, run("tripgate")?);
-    let pool = f(v, &["options", "pool"]);
-    let k = f(v, &["options", "k"]);
-    let threshold = f(v, &["options", "threshold"]);
-    let phase = |r: &Value, i: usize| r["phases"][i].clone();
 
     // Same seeds: both runs sent the same number of requests.
     ensure!(
         plain["requests"] == guarded["requests"],
         "the runs sent different requests"
     );
-
-    // With tripgate the unrelated route does not notice the hang...
-    let healthy_p99 = f(&phase(guarded, HEALTHY), &["local", "p99_ms"]);
-    let hang_p99 = f(&phase(guarded, HANG), &["local", "p99_ms"]);
-    ensure!(
-        hang_p99 <= 2.0 * healthy_p99,
-        "tripgate: unrelated p99 {hang_p99} ms in the hang vs {healthy_p99} ms healthy"
-    );
-    ensure!(
-        f(&phase(guarded, HANG), &["local", "failed"]) == 0.0,
-        "tripgate: unrelated requests failed in the hang"
-    );
-    // ...and the pool never saturates, in any phase.
-    for i in 0..6 {
-        let p = phase(guarded, i);
-        ensure!(
-            f(&p, &["pool_peak"]) < pool,
-            "tripgate: the pool saturated in phase {i}"
-        );
-        ensure!(
-            f(&p, &["shed"]) == 0.0,
-            "tripgate: requests shed in phase {i}"
-        );
-    }
-
-    // Without it the pool saturates and the unrelated route stalls or fails.
-    let hang = phase(plain, HANG);
-    ensure!(
-        f(&hang, &["pool_peak"]) == pool,
-        "timeout-only: the pool did not saturate"
-    );
-    let plain_healthy_p99 = f(&phase(plain, HEALTHY), &["local", "p99_ms"]);
-    let stalls = f(&hang, &["local", "p99_ms"]) > 2.0 * plain_healthy_p99;
-    let fails = f(&hang, &["local", "error_rate"]) >= 0.01;
-    ensure!(
-        stalls || fails,
-        "timeout-only: the unrelated route was fine in the hang"
-    );
-
-    // During recovery the upstream never sees more than K probes at once (and it does
-    // see probes: the cold start trips the breaker). Nor in any other phase.
-    let recovery = phase(guarded, RECOVERY);
-    ensure!(
-        f(&recovery, &["upstream_probes"]) >= 1.0,
-        "no probes in recovery"
-    );
-    for i in 0..6 {
-        let peak = f(&phase(guarded, i), &["upstream_peak_probes"]);
-        ensure!(peak <= k, "{peak} concurrent probes (K = {k}) in phase {i}");
-    }
-
-    // The 404 flood trips nothing, and it really went through a closed breaker.
-    let flood = phase(guarded, FLOOD);
-    ensure!(
-        f(&flood, &["trips_caused"]) == 0.0,
-        "the 404 flood tripped the breaker"
-    );
-    ensure!(
-        f(&flood, &["recorded_404_closed"]) >= 2.0 * threshold,
-        "too few 404s went through the closed breaker"
-    );
-    for r in runs {
-        for p in r["phases"].as_array().ok_or("no phases")? {
-            for t in p["transitions"].as_array().ok_or("no transitions")? {
-                ensure!(
-                    !(t["to"] == "open" && t["cause_phase"] == FLOOD as u64),
-                    "a 404 answer tripped the breaker: {t}"
-                );
-            }
-        }
-    }
+    the_unrelated_route_is_spared(plain, guarded, f(v, &["options", "pool"]))?;
+    probes_stay_within_k(guarded, f(v, &["options", "k"]))?;
+    the_404_flood_trips_nothing(runs, guarded, f(v, &["options", "threshold"]))?;
 
     // The breaker kept the 503 storm off the upstream.
     let storm_plain = f(&phase(plain, STORM), &["upstream_received"]);
@@ -164,6 +92,93 @@ fn verdict(v: &Value, svg: &Path) -> Result<(), String> {
         picture.starts_with("<svg") && picture.contains("tripgate"),
         "not an SVG timeline: {picture:.200}"
     );
+    Ok(())
+}
+
+fn phase(run: &Value, i: usize) -> Value {
+    run["phases"][i].clone()
+}
+
+/// With tripgate the unrelated route does not notice the hang and the pool never
+/// saturates; without it the pool saturates and the unrelated route stalls or fails.
+fn the_unrelated_route_is_spared(plain: &Value, guarded: &Value, pool: f64) -> Result<(), String> {
+    let healthy_p99 = f(&phase(guarded, HEALTHY), &["local", "p99_ms"]);
+    let hang_p99 = f(&phase(guarded, HANG), &["local", "p99_ms"]);
+    ensure!(
+        hang_p99 <= 2.0 * healthy_p99,
+        "tripgate: unrelated p99 {hang_p99} ms in the hang vs {healthy_p99} ms healthy"
+    );
+    ensure!(
+        f(&phase(guarded, HANG), &["local", "failed"]) == 0.0,
+        "tripgate: unrelated requests failed in the hang"
+    );
+    for i in 0..6 {
+        let p = phase(guarded, i);
+        ensure!(
+            f(&p, &["pool_peak"]) < pool,
+            "tripgate: the pool saturated in phase {i}"
+        );
+        ensure!(
+            f(&p, &["shed"]) == 0.0,
+            "tripgate: requests shed in phase {i}"
+        );
+    }
+
+    let hang = phase(plain, HANG);
+    ensure!(
+        f(&hang, &["pool_peak"]) == pool,
+        "timeout-only: the pool did not saturate"
+    );
+    let plain_healthy_p99 = f(&phase(plain, HEALTHY), &["local", "p99_ms"]);
+    let stalls = f(&hang, &["local", "p99_ms"]) > 2.0 * plain_healthy_p99;
+    let fails = f(&hang, &["local", "error_rate"]) >= 0.01;
+    ensure!(
+        stalls || fails,
+        "timeout-only: the unrelated route was fine in the hang"
+    );
+    Ok(())
+}
+
+/// During recovery the upstream never sees more than K probes at once (and it does see
+/// probes: the cold start trips the breaker). Nor in any other phase.
+fn probes_stay_within_k(guarded: &Value, k: f64) -> Result<(), String> {
+    let recovery = phase(guarded, RECOVERY);
+    ensure!(
+        f(&recovery, &["upstream_probes"]) >= 1.0,
+        "no probes in recovery"
+    );
+    for i in 0..6 {
+        let peak = f(&phase(guarded, i), &["upstream_peak_probes"]);
+        ensure!(peak <= k, "{peak} concurrent probes (K = {k}) in phase {i}");
+    }
+    Ok(())
+}
+
+/// The 404 flood trips nothing, and it really went through a closed breaker.
+fn the_404_flood_trips_nothing(
+    runs: &[Value],
+    guarded: &Value,
+    threshold: f64,
+) -> Result<(), String> {
+    let flood = phase(guarded, FLOOD);
+    ensure!(
+        f(&flood, &["trips_caused"]) == 0.0,
+        "the 404 flood tripped the breaker"
+    );
+    ensure!(
+        f(&flood, &["recorded_404_closed"]) >= 2.0 * threshold,
+        "too few 404s went through the closed breaker"
+    );
+    for r in runs {
+        for p in r["phases"].as_array().ok_or("no phases")? {
+            for t in p["transitions"].as_array().ok_or("no transitions")? {
+                ensure!(
+                    !(t["to"] == "open" && t["cause_phase"] == FLOOD as u64),
+                    "a 404 answer tripped the breaker: {t}"
+                );
+            }
+        }
+    }
     Ok(())
 }
 

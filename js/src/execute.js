@@ -129,6 +129,40 @@ function run(breaker, fn, permit, hasFallback, fallback) {
   );
 }
 
+/** Settles a guarded call that failed: with the fallback's value when there is one. */
+function failWith(resolve, reject, error, hasFallback, fallback) {
+  if (!hasFallback) {
+    reject(error);
+    return;
+  }
+  try {
+    resolve(applyFallback(fallback, error));
+  } catch (fallbackError) {
+    reject(fallbackError);
+  }
+}
+
+function stopListening(signal, listener) {
+  try {
+    signal.removeEventListener('abort', listener);
+  } catch {
+    // The caller's signal-like object failed; the call is over either way.
+  }
+}
+
+/** Why the caller's signal aborted; what its `reason` getter threw, if it throws. */
+function abortReason(signal) {
+  try {
+    return signal.reason;
+  } catch (error) {
+    return error;
+  }
+}
+
+/**
+ * A call with a timeout or the caller's signal: it settles once, by `fn`'s value or error,
+ * the deadline or the caller's abort, whichever comes first.
+ */
 function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallback) {
   return new Promise((resolve, reject) => {
     const controller = new AbortController();
@@ -144,36 +178,15 @@ function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallbac
         entry.expire = null;
         deadlineSettled();
       }
-      if (signal !== undefined) {
-        try {
-          signal.removeEventListener('abort', onAbort);
-        } catch {
-          // The caller's signal-like object failed; the call is over either way.
-        }
-      }
+      if (signal !== undefined) stopListening(signal, onAbort);
       breaker[settle](permit, code);
     };
-    const fail = (error) => {
-      if (!hasFallback) {
-        reject(error);
-        return;
-      }
-      try {
-        resolve(applyFallback(fallback, error));
-      } catch (fallbackError) {
-        reject(fallbackError);
-      }
-    };
+    const fail = (error) => failWith(resolve, reject, error, hasFallback, fallback);
     const onAbort = () => {
       if (done) return;
       // The caller gave up: no evidence about the upstream, and no fallback either.
       finish(CANCELLED);
-      let reason;
-      try {
-        reason = signal.reason;
-      } catch (error) {
-        reason = error;
-      }
+      const reason = abortReason(signal);
       controller.abort(reason);
       reject(reason);
     };

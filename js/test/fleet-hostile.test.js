@@ -26,6 +26,42 @@ async function opened(tripper, list) {
   }
 }
 
+/**
+ * A fleet member in a child process (fleet-child-member.js), driven by lines on its stdin:
+ * `next` reads its next JSON line, `ask` sends a command and reads the answer, `frozen`
+ * polls its status until `check` holds (5 s at most).
+ */
+function childMember(url, name, config) {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./fleet-child-member.js', import.meta.url)),
+    url, name, `frozen-${process.pid}`, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const next = async () => JSON.parse((await lines.next()).value);
+  const ask = async (command) => {
+    child.stdin.write(`${command}\n`);
+    return next();
+  };
+  const frozen = async (what, check) => {
+    const end = Date.now() + 5_000;
+    for (;;) {
+      const { status } = await ask('status');
+      if (check(status)) return status;
+      if (Date.now() > end) throw new Error(`timed out waiting for the child: ${what} (${JSON.stringify(status)})`);
+      await sleep(5);
+    }
+  };
+  return { child, next, ask, frozen };
+}
+
+/** Thaws the child if frozen, closes its stdin and waits for it to exit. */
+async function stopChild(child) {
+  child.kill('SIGCONT');
+  child.stdin.end();
+  await new Promise((resolve) => {
+    if (child.exitCode !== null) resolve();
+    else child.once('exit', resolve);
+  });
+}
+
 const pastCooldown = (list) => {
   for (const m of list) m.clock.advance(m.breaker.metrics().cooldownRemainingMs);
 };
@@ -117,23 +153,7 @@ describe('fleet mode against uneven traffic and a hostile store', () => {
   test('2. a member frozen (SIGSTOP) while holding the lease leads nothing when thawed (SIGCONT): its lapsed lease publishes nothing, and after a survivor closed the fleet it does not re-open it', async () => {
     const name = fleetName('frozen');
     const config = breakerOptions({ probeTimeoutMs: 1_000 });
-    const child = spawn(process.execPath, [fileURLToPath(new URL('./fleet-child-member.js', import.meta.url)),
-      redis.url, name, `frozen-${process.pid}`, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'inherit'] });
-    const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-    const next = async () => JSON.parse((await lines.next()).value);
-    const ask = async (command) => {
-      child.stdin.write(`${command}\n`);
-      return next();
-    };
-    const frozen = async (what, check) => {
-      const end = Date.now() + 5_000;
-      for (;;) {
-        const { status } = await ask('status');
-        if (check(status)) return status;
-        if (Date.now() > end) throw new Error(`timed out waiting for the child: ${what} (${JSON.stringify(status)})`);
-        await sleep(5);
-      }
-    };
+    const { child, next, ask, frozen } = childMember(redis.url, name, config);
     const gen = async () => raw.get(keys(name).gen);
     /**
      * The child takes the lease and sends a probe whose call times out in `ms`; then it is
@@ -192,12 +212,7 @@ describe('fleet mode against uneven traffic and a hostile store', () => {
       assert.equal(survivor.transitions.at(-1), 'half-open>closed:probes-succeeded');
       await closeAll([survivor]);
     } finally {
-      child.kill('SIGCONT');
-      child.stdin.end();
-      await new Promise((resolve) => {
-        if (child.exitCode !== null) resolve();
-        else child.once('exit', resolve);
-      });
+      await stopChild(child);
     }
   });
 

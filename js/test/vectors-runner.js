@@ -28,81 +28,46 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
     });
     return;
   }
-  let breaker = subject.create(options, 0);
-  const permits = new Map();
-  const snapshots = new Map();
+  const run = new Run(subject, options, optionsOf);
   let last = 0;
   vector.steps.forEach((step, index) => {
     const where = `step ${index} ${JSON.stringify(step)}`;
+    if (step.at < last && !step['clock-steps-back']) assert.fail(`${where}: time goes backwards`);
+    last = Math.max(last, step.at);
+    run.step(step, where);
+  });
+}
+
+/** One vector's run: its subject's breaker, and what earlier steps left for later ones. */
+class Run {
+  constructor(subject, options, optionsOf) {
+    this.subject = subject;
+    this.options = options;
+    this.optionsOf = optionsOf;
+    this.breaker = subject.create(options, 0);
+    this.permits = new Map();
+    this.snapshots = new Map();
+  }
+
+  step(step, where) {
     const at = step.at;
     const reading = step['reading-ns'] === undefined ? undefined : BigInt(step['reading-ns']);
-    if (at < last && !step['clock-steps-back']) assert.fail(`${where}: time goes backwards`);
-    last = Math.max(last, at);
     const expect = step.expect ?? {};
     const wantTransitions = expect.transitions ?? [];
+    const s = { step, where, at, reading, expect, wantTransitions };
+    const breaker = this.breaker;
     switch (step.op) {
-      case 'acquire': {
-        const count = step.count ?? 1;
-        let admitted = 0;
-        let rejected = 0;
-        const all = [];
-        for (let i = 0; i < count; i++) {
-          const d = breaker.acquire(at, reading);
-          all.push(...d.transitions);
-          if (d.admitted) {
-            if (count === 1) {
-              if ('admitted' in expect) assert.equal(true, expect.admitted, `${where}: admitted`);
-              if ('probe' in expect) assert.equal(d.probe, expect.probe, `${where}: probe`);
-            }
-            if (step.permit !== undefined) {
-              permits.set(count === 1 ? step.permit : `${step.permit}.${admitted}`, d.permit);
-            }
-            admitted++;
-          } else {
-            if (count === 1) {
-              if ('admitted' in expect) assert.equal(false, expect.admitted, `${where}: admitted`);
-              if ('rejected' in expect) assert.equal(d.reason, expect.rejected, `${where}: rejected`);
-              if ('retry-after-ms' in expect) {
-                assert.equal(d.retryAfterMs, expect['retry-after-ms'], `${where}: retry-after-ms`);
-              }
-            }
-            rejected++;
-          }
-        }
-        if ('admitted-count' in expect) assert.equal(admitted, expect['admitted-count'], `${where}: admitted-count`);
-        if ('rejected-count' in expect) assert.equal(rejected, expect['rejected-count'], `${where}: rejected-count`);
-        assert.deepEqual(all, wantTransitions, `${where}: transitions`);
+      case 'acquire':
+        this.acquire(s);
         break;
-      }
-      case 'record': {
-        assert.ok(permits.has(step.permit), `${where}: no permit named ${step.permit}`);
-        const permit = permits.get(step.permit);
-        permits.delete(step.permit);
-        let report;
-        try {
-          report = breaker.record(permit, step.outcome, at, reading);
-        } catch (error) {
-          assert.ok(expect.error, `${where}: record failed unexpectedly: ${error.message}`);
-          assert.ok(error.message, `${where}: record error has no message`);
-          break;
-        }
-        assert.ok(!expect.error, `${where}: record succeeded; expected an error`);
-        if ('class' in expect) assert.equal(report.class, expect.class, `${where}: class`);
-        if ('slow' in expect) assert.equal(report.slow, expect.slow, `${where}: slow`);
-        if ('stale' in expect) assert.equal(report.stale, expect.stale, `${where}: stale`);
-        assert.deepEqual(report.transitions, wantTransitions, `${where}: transitions`);
+      case 'record':
+        this.record(s);
         break;
-      }
       case 'state':
         break;
-      case 'metrics': {
-        const got = breaker.metrics(at, reading);
-        for (const [key, want] of Object.entries(expect.metrics ?? {})) {
-          assert.ok(key in got, `${where}: metrics lack ${key}`);
-          assert.equal(got[key], want, `${where}: metrics.${key}`);
-        }
+      case 'metrics':
+        checkFields('metrics', breaker.metrics(at, reading), expect.metrics, where);
         break;
-      }
       case 'isolate':
       case 'release':
       case 'disable':
@@ -110,34 +75,11 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
         assert.deepEqual(breaker.manual(step.op, at, reading), wantTransitions, `${where}: transitions`);
         break;
       case 'export':
-        snapshots.set(step.snapshot, breaker.export(at, reading));
+        this.snapshots.set(step.snapshot, breaker.export(at, reading));
         break;
-      case 'import': {
-        assert.ok(snapshots.has(step.snapshot), `${where}: no snapshot ${step.snapshot}`);
-        const bytes = Uint8Array.from(snapshots.get(step.snapshot));
-        let damaged = bytes;
-        if (step.damage === 'truncate') damaged = bytes.slice(0, bytes.length - 1);
-        else if (step.damage === 'flip') damaged[bytes.length >> 1] = ~damaged[bytes.length >> 1] & 0xff;
-        else if (step.damage !== undefined) assert.fail(`${where}: unknown damage ${step.damage}`);
-        if (step.fresh) {
-          // The importer's own configuration, when the step gives one.
-          breaker = subject.create(step.config ? optionsOf(step.config) : options, at);
-          permits.clear();
-        }
-        let error = null;
-        try {
-          breaker.import(damaged, step['elapsed-ms'] ?? 0, at, reading);
-        } catch (e) {
-          error = e;
-        }
-        if (expect.error) {
-          assert.ok(error, `${where}: import succeeded; expected an error`);
-          assert.ok(error.message, `${where}: import error has no message`);
-        } else {
-          assert.equal(error, null, `${where}: import failed: ${error?.message}`);
-        }
+      case 'import':
+        this.import(s);
         break;
-      }
       case 'fleet-apply': {
         const event = { generation: step.generation, kind: step.kind, remainingMs: step['remaining-ms'] ?? 0 };
         const { applied, transitions } = breaker.fleetApply(event, at, reading);
@@ -159,127 +101,111 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
         if ('announcement' in expect) assert.deepEqual(got, expect.announcement, `${where}: announcement`);
         break;
       }
-      case 'fleet-status': {
-        const got = breaker.fleetStatus(at, reading);
-        for (const [key, want] of Object.entries(expect.fleet ?? {})) {
-          assert.ok(key in got, `${where}: fleet status lacks ${key}`);
-          assert.equal(got[key], want, `${where}: fleet.${key}`);
-        }
+      case 'fleet-status':
+        checkFields('fleet', breaker.fleetStatus(at, reading), expect.fleet, where);
         break;
-      }
       default:
         assert.fail(`${where}: unknown op ${step.op}`);
     }
-    if ('state' in expect) assert.equal(breaker.state(at, reading), expect.state, `${where}: state`);
-  });
+    if ('state' in expect) assert.equal(this.breaker.state(at, reading), expect.state, `${where}: state`);
+  }
+
+  /** `count` acquisitions (one unless the step says): each decision checked when there is
+   * one, the tallies when there are several. */
+  acquire({ step, where, at, reading, expect, wantTransitions }) {
+    const count = step.count ?? 1;
+    let admitted = 0;
+    let rejected = 0;
+    const all = [];
+    for (let i = 0; i < count; i++) {
+      const d = this.breaker.acquire(at, reading);
+      all.push(...d.transitions);
+      if (d.admitted) {
+        if (count === 1) {
+          if ('admitted' in expect) assert.equal(true, expect.admitted, `${where}: admitted`);
+          if ('probe' in expect) assert.equal(d.probe, expect.probe, `${where}: probe`);
+        }
+        if (step.permit !== undefined) {
+          this.permits.set(count === 1 ? step.permit : `${step.permit}.${admitted}`, d.permit);
+        }
+        admitted++;
+      } else {
+        if (count === 1) {
+          if ('admitted' in expect) assert.equal(false, expect.admitted, `${where}: admitted`);
+          if ('rejected' in expect) assert.equal(d.reason, expect.rejected, `${where}: rejected`);
+          if ('retry-after-ms' in expect) {
+            assert.equal(d.retryAfterMs, expect['retry-after-ms'], `${where}: retry-after-ms`);
+          }
+        }
+        rejected++;
+      }
+    }
+    if ('admitted-count' in expect) assert.equal(admitted, expect['admitted-count'], `${where}: admitted-count`);
+    if ('rejected-count' in expect) assert.equal(rejected, expect['rejected-count'], `${where}: rejected-count`);
+    assert.deepEqual(all, wantTransitions, `${where}: transitions`);
+  }
+
+  record({ step, where, at, reading, expect, wantTransitions }) {
+    assert.ok(this.permits.has(step.permit), `${where}: no permit named ${step.permit}`);
+    const permit = this.permits.get(step.permit);
+    this.permits.delete(step.permit);
+    let report;
+    try {
+      report = this.breaker.record(permit, step.outcome, at, reading);
+    } catch (error) {
+      assert.ok(expect.error, `${where}: record failed unexpectedly: ${error.message}`);
+      assert.ok(error.message, `${where}: record error has no message`);
+      return;
+    }
+    assert.ok(!expect.error, `${where}: record succeeded; expected an error`);
+    if ('class' in expect) assert.equal(report.class, expect.class, `${where}: class`);
+    if ('slow' in expect) assert.equal(report.slow, expect.slow, `${where}: slow`);
+    if ('stale' in expect) assert.equal(report.stale, expect.stale, `${where}: stale`);
+    assert.deepEqual(report.transitions, wantTransitions, `${where}: transitions`);
+  }
+
+  /** Imports a snapshot an earlier step exported, damaged if the step says, into this
+   * breaker or (`fresh`) a new one. */
+  import({ step, where, at, reading, expect }) {
+    assert.ok(this.snapshots.has(step.snapshot), `${where}: no snapshot ${step.snapshot}`);
+    const bytes = Uint8Array.from(this.snapshots.get(step.snapshot));
+    let damaged = bytes;
+    if (step.damage === 'truncate') damaged = bytes.slice(0, bytes.length - 1);
+    else if (step.damage === 'flip') damaged[bytes.length >> 1] = ~damaged[bytes.length >> 1] & 0xff;
+    else if (step.damage !== undefined) assert.fail(`${where}: unknown damage ${step.damage}`);
+    if (step.fresh) {
+      // The importer's own configuration, when the step gives one.
+      this.breaker = this.subject.create(step.config ? this.optionsOf(step.config) : this.options, at);
+      this.permits.clear();
+    }
+    let error = null;
+    try {
+      this.breaker.import(damaged, step['elapsed-ms'] ?? 0, at, reading);
+    } catch (e) {
+      error = e;
+    }
+    if (expect.error) {
+      assert.ok(error, `${where}: import succeeded; expected an error`);
+      assert.ok(error.message, `${where}: import error has no message`);
+    } else {
+      assert.equal(error, null, `${where}: import failed: ${error?.message}`);
+    }
+  }
+}
+
+/** Each field `want` names against `got`'s, named `${what}.${field}` in a failure. */
+function checkFields(what, got, want, where) {
+  for (const [key, value] of Object.entries(want ?? {})) {
+    assert.ok(key in got, `${where}: ${what} has no field ${key}`);
+    assert.equal(got[key], value, `${where}: ${what}.${key}`);
+  }
 }
 
 /** A CircuitBreaker class (from either entry point) seen through the runner's subject interface. */
 export function packageSubject(CircuitBreaker) {
   return {
     create(options, nowMs) {
-      const clock = new FakeClock();
-      clock.now = nowMs;
-      const breaker = new CircuitBreaker({ ...options, clock: clock.read });
-      let transitions = [];
-      breaker.on('transition', (t) => transitions.push([t.from, t.to, t.reason]));
-      // A clock in milliseconds: a reading in nanoseconds arrives divided by 10^6.
-      const at = (ms, reading) => {
-        clock.now = reading === undefined ? ms : Number(reading) / 1e6;
-        transitions = [];
-      };
-      return {
-        acquire(now, reading) {
-          at(now, reading);
-          const permit = breaker.acquire();
-          if (permit >= 0) {
-            return { admitted: true, permit, probe: CircuitBreaker.isProbe(permit), transitions };
-          }
-          const rejection = breaker.lastRejection;
-          // Vectors compare whole milliseconds (jittered cooldowns are not whole), as the
-          // native runner does.
-          return { admitted: false, reason: rejection.reason, retryAfterMs: Math.floor(rejection.retryAfterMs), transitions };
-        },
-        record(permit, outcome, now, reading) {
-          at(now, reading);
-          const cls = breaker.record(permit, outcome);
-          const report = breaker.lastRecord;
-          assert.equal(cls, report.class);
-          return { ...report, transitions };
-        },
-        state(now, reading) {
-          at(now, reading);
-          return breaker.state;
-        },
-        metrics(now, reading) {
-          at(now, reading);
-          const m = breaker.metrics();
-          return {
-            state: m.state,
-            epoch: m.epoch,
-            calls: m.calls,
-            faults: m.faults,
-            slow: m.slow,
-            'in-flight': m.inFlight,
-            hung: m.hung,
-            'probes-out': m.probesOut,
-            'admitted-total': m.admittedTotal,
-            'rejected-open': m.rejectedTotal.open,
-            'rejected-probing': m.rejectedTotal.probing,
-            'rejected-isolated': m.rejectedTotal.isolated,
-            'rejected-saturated': m.rejectedTotal.saturated,
-            'rejected-probing-elsewhere': m.rejectedTotal['probing-elsewhere'],
-            'successes-total': m.successesTotal,
-            'faults-total': m.faultsTotal,
-            'stale-total': m.staleTotal,
-            'transitions-total': m.transitionsTotal,
-            'time-in-state-ms': Math.floor(m.timeInStateMs),
-            'cooldown-remaining-ms': Math.floor(m.cooldownRemainingMs),
-          };
-        },
-        manual(op, now, reading) {
-          at(now, reading);
-          breaker[op]();
-          return transitions;
-        },
-        export(now, reading) {
-          at(now, reading);
-          return breaker.exportState();
-        },
-        import(bytes, elapsedMs, now, reading) {
-          at(now, reading);
-          breaker.importState(bytes, elapsedMs);
-        },
-        fleetApply(event, now, reading) {
-          at(now, reading);
-          const applied = breaker.fleetApply(event);
-          return { applied, transitions };
-        },
-        fleetVotes(votes, now, reading) {
-          at(now, reading);
-          return breaker.fleetVotes(votes.map(([member, ageMs]) => ({ member, ageMs })));
-        },
-        fleetStore(reachable, leaseMs, now, reading) {
-          at(now, reading);
-          breaker.fleetStore({ reachable, leaseMs });
-        },
-        fleetAnnouncement() {
-          const a = breaker.fleetTakeAnnouncement();
-          // Whole ms, rounded down, as the native runner compares them.
-          return a === null ? null : { kind: a.kind, 'remaining-ms': Math.floor(a.remainingMs) };
-        },
-        fleetStatus(now, reading) {
-          at(now, reading);
-          const s = breaker.fleetStatus();
-          return {
-            generation: s.generation,
-            degraded: s.degraded,
-            'lease-held': s.leaseHeld,
-            'wants-lease': s.wantsLease,
-            'stale-events': s.staleEvents,
-          };
-        },
-      };
+      return new PackageBreaker(CircuitBreaker, options, nowMs);
     },
     checkConfigError(error, want) {
       assert.ok(error instanceof RangeError, `expected a RangeError, got ${error}`);
@@ -288,4 +214,126 @@ export function packageSubject(CircuitBreaker) {
         `${JSON.stringify(error.message)} should contain ${JSON.stringify(jsMessage(want.message))}`);
     },
   };
+}
+
+/** One package breaker on a fake clock, with the transitions each call emitted. */
+class PackageBreaker {
+  constructor(CircuitBreaker, options, nowMs) {
+    this.CircuitBreaker = CircuitBreaker;
+    this.clock = new FakeClock();
+    this.clock.now = nowMs;
+    this.breaker = new CircuitBreaker({ ...options, clock: this.clock.read });
+    this.transitions = [];
+    this.breaker.on('transition', (t) => this.transitions.push([t.from, t.to, t.reason]));
+  }
+
+  /** Sets the clock for one call: a clock in milliseconds, so a reading in nanoseconds
+   * arrives divided by 10^6. */
+  at(ms, reading) {
+    this.clock.now = reading === undefined ? ms : Number(reading) / 1e6;
+    this.transitions = [];
+  }
+
+  acquire(now, reading) {
+    this.at(now, reading);
+    const permit = this.breaker.acquire();
+    const transitions = this.transitions;
+    if (permit >= 0) {
+      return { admitted: true, permit, probe: this.CircuitBreaker.isProbe(permit), transitions };
+    }
+    const rejection = this.breaker.lastRejection;
+    // Vectors compare whole milliseconds (jittered cooldowns are not whole), as the
+    // native runner does.
+    return { admitted: false, reason: rejection.reason, retryAfterMs: Math.floor(rejection.retryAfterMs), transitions };
+  }
+
+  record(permit, outcome, now, reading) {
+    this.at(now, reading);
+    const cls = this.breaker.record(permit, outcome);
+    const report = this.breaker.lastRecord;
+    assert.equal(cls, report.class);
+    return { ...report, transitions: this.transitions };
+  }
+
+  state(now, reading) {
+    this.at(now, reading);
+    return this.breaker.state;
+  }
+
+  metrics(now, reading) {
+    this.at(now, reading);
+    const m = this.breaker.metrics();
+    return {
+      state: m.state,
+      epoch: m.epoch,
+      calls: m.calls,
+      faults: m.faults,
+      slow: m.slow,
+      'in-flight': m.inFlight,
+      hung: m.hung,
+      'probes-out': m.probesOut,
+      'admitted-total': m.admittedTotal,
+      'rejected-open': m.rejectedTotal.open,
+      'rejected-probing': m.rejectedTotal.probing,
+      'rejected-isolated': m.rejectedTotal.isolated,
+      'rejected-saturated': m.rejectedTotal.saturated,
+      'rejected-probing-elsewhere': m.rejectedTotal['probing-elsewhere'],
+      'successes-total': m.successesTotal,
+      'faults-total': m.faultsTotal,
+      'stale-total': m.staleTotal,
+      'transitions-total': m.transitionsTotal,
+      'time-in-state-ms': Math.floor(m.timeInStateMs),
+      'cooldown-remaining-ms': Math.floor(m.cooldownRemainingMs),
+    };
+  }
+
+  manual(op, now, reading) {
+    this.at(now, reading);
+    this.breaker[op]();
+    return this.transitions;
+  }
+
+  export(now, reading) {
+    this.at(now, reading);
+    return this.breaker.exportState();
+  }
+
+  import(bytes, elapsedMs, now, reading) {
+    this.at(now, reading);
+    this.breaker.importState(bytes, elapsedMs);
+  }
+
+  fleetApply(event, now, reading) {
+    this.at(now, reading);
+    const applied = this.breaker.fleetApply(event);
+    return { applied, transitions: this.transitions };
+  }
+
+  fleetVotes(votes, now, reading) {
+    this.at(now, reading);
+    return this.breaker.fleetVotes(votes.map(([member, ageMs]) => ({ member, ageMs })));
+  }
+
+  fleetStore(reachable, leaseMs, now, reading) {
+    this.at(now, reading);
+    this.breaker.fleetStore({ reachable, leaseMs });
+  }
+
+  fleetAnnouncement() {
+    const a = this.breaker.fleetTakeAnnouncement();
+    // Whole ms, rounded down, as the native runner compares them.
+    return a === null ? null : { kind: a.kind, 'remaining-ms': Math.floor(a.remainingMs) };
+  }
+
+  fleetStatus(now, reading) {
+    this.at(now, reading);
+    const s = this.breaker.fleetStatus();
+    return {
+      generation: s.generation,
+      degraded: s.degraded,
+      'lease-held': s.leaseHeld,
+      'wants-lease': s.wantsLease,
+      'stale-events': s.staleEvents,
+    };
+  }
 }

@@ -146,6 +146,7 @@ def sync_figures(n):
     return out
 
 
+# long: one async body per measured path, all run on one event loop
 def async_figures(n):
     import aiobreaker
     import purgatory

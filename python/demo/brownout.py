@@ -333,6 +333,7 @@ def route_stats(samples):
     }
 
 
+# long: to be split with the rework of python/ under issue 39
 def run_once(mode, o):
     upstream = Upstream(o.upstream_command, o.scale, o.timeout * 1000)
     scaled = lambda seconds: seconds * o.scale  # noqa: E731

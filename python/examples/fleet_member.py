@@ -42,6 +42,7 @@ def number(text: str, what: str, integer: bool = False) -> float:
     return value
 
 
+# long: to be split with the rework of python/ under issue 39
 def main(argv: List[str]) -> None:
     positional = [a for a in argv if not a.startswith("--")]
     flags: Dict[str, str] = {}

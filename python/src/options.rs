@@ -358,6 +358,7 @@ fn name_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
     })
 }
 
+// long: to be split with the rework of python/ under issue 39
 pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
     let mut out = Options {
         config: Config::default(),

@@ -52,6 +52,7 @@ class Subject:
         self.transitions = []
 
 
+# long: to be split with the rework of python/ under issue 39
 def run(vector):
     options = options_of(vector.get("config", {}))
     if "config-error" in vector:

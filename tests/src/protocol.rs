@@ -2,6 +2,7 @@
 //! `tests/vectors/README.md`) against the core's member protocol, with a core `Breaker` as
 //! its breaker and the core's `SharedKey` as its signer: what every Rust fleet adapter executes.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
@@ -9,7 +10,9 @@ use serde_json::{json, Map, Value};
 use tripgate_core::fleet::protocol::{Command, Input, Link, Protocol, Reply, Settings, View};
 use tripgate_core::fleet::wire::{self, Signer};
 use tripgate_core::fleet::SharedKey;
-use tripgate_core::{Announcement, Breaker, FleetApplied, FleetEvent, Nanos, Permit, MILLISECOND};
+use tripgate_core::{
+    Announcement, Breaker, Config, FleetApplied, FleetEvent, Nanos, Permit, MILLISECOND,
+};
 
 use crate::{VectorConfig, VectorOutcome};
 
@@ -131,19 +134,10 @@ pub fn run_protocol_vector(vector: &Value) -> Result<()> {
         .and_then(Value::as_str)
         .map(SharedKey::new);
     let signer: Option<&dyn Signer> = signer.as_ref().map(|s| s as &dyn Signer);
-    let settings = Settings {
-        name: text(member, "name")?.to_string(),
-        member: wire::parse_member(text(member, "id")?.as_bytes())
-            .ok_or_else(|| anyhow!("`id` must be 16 hex digits"))?,
-        session: wire::parse_member(text(member, "session")?.as_bytes())
-            .ok_or_else(|| anyhow!("`session` must be 16 hex digits"))?,
-        reconcile_interval: ms(member, "reconcile-interval-ms")?,
-        cooldown: config.cooldown,
-        probe_timeout: config.probe_timeout,
-    };
+    let settings = member_settings(member, &config)?;
     let mut breaker = Breaker::new(config, 0).map_err(|e| anyhow!("{e}"))?;
     let mut protocol = Protocol::new(settings);
-    let mut permits: std::collections::BTreeMap<String, Permit> = Default::default();
+    let mut permits: BTreeMap<String, Permit> = BTreeMap::new();
     let steps = vector
         .get("steps")
         .and_then(Value::as_array)
@@ -173,28 +167,8 @@ pub fn run_protocol_vector(vector: &Value) -> Result<()> {
                 None
             }
             "reply" => None,
-            "acquire" => {
-                let decision = link.breaker.acquire(now).decision;
-                let admitted = decision.is_ok();
-                if let (Ok(permit), Some(name)) =
-                    (decision, step.get("permit").and_then(Value::as_str))
-                {
-                    permits.insert(name.to_string(), permit);
-                }
-                if let Some(want) = step.get("admitted").and_then(Value::as_bool) {
-                    ensure!(admitted == want, "{}: admitted {admitted}", context());
-                }
-                None
-            }
-            "record" => {
-                let name = text(step, "permit").with_context(context)?;
-                let permit = permits
-                    .remove(name)
-                    .ok_or_else(|| anyhow!("{}: no permit {name}", context()))?;
-                let outcome = VectorOutcome::parse(text(step, "outcome")?)?
-                    .to_core()
-                    .map_err(|e| anyhow!("{e}"))?;
-                let _ = link.breaker.record(permit, outcome, now);
+            "acquire" | "record" => {
+                breaker_op(op, step, link.breaker, &mut permits, now).with_context(context)?;
                 None
             }
             other => bail!("{}: unknown op {other}", context()),
@@ -219,6 +193,50 @@ pub fn run_protocol_vector(vector: &Value) -> Result<()> {
         let command = protocol.poll();
         check(step, &protocol, &mut link, command.as_ref()).with_context(context)?;
     }
+    Ok(())
+}
+
+/// The member's settings from the vector's `member` and the breaker's configuration.
+fn member_settings(member: &Value, config: &Config) -> Result<Settings> {
+    Ok(Settings {
+        name: text(member, "name")?.to_string(),
+        member: wire::parse_member(text(member, "id")?.as_bytes())
+            .ok_or_else(|| anyhow!("`id` must be 16 hex digits"))?,
+        session: wire::parse_member(text(member, "session")?.as_bytes())
+            .ok_or_else(|| anyhow!("`session` must be 16 hex digits"))?,
+        reconcile_interval: ms(member, "reconcile-interval-ms")?,
+        cooldown: config.cooldown,
+        probe_timeout: config.probe_timeout,
+    })
+}
+
+/// A step that calls the breaker itself, as the member's host does around the protocol.
+fn breaker_op(
+    op: &str,
+    step: &Value,
+    breaker: &mut Breaker,
+    permits: &mut BTreeMap<String, Permit>,
+    now: Nanos,
+) -> Result<()> {
+    if op == "acquire" {
+        let decision = breaker.acquire(now).decision;
+        let admitted = decision.is_ok();
+        if let (Ok(permit), Some(name)) = (decision, step.get("permit").and_then(Value::as_str)) {
+            permits.insert(name.to_string(), permit);
+        }
+        if let Some(want) = step.get("admitted").and_then(Value::as_bool) {
+            ensure!(admitted == want, "admitted {admitted}");
+        }
+        return Ok(());
+    }
+    let name = text(step, "permit")?;
+    let permit = permits
+        .remove(name)
+        .ok_or_else(|| anyhow!("no permit {name}"))?;
+    let outcome = VectorOutcome::parse(text(step, "outcome")?)?
+        .to_core()
+        .map_err(|e| anyhow!("{e}"))?;
+    let _ = breaker.record(permit, outcome, now);
     Ok(())
 }
 
@@ -313,15 +331,7 @@ fn check(
         ensure!(got.is_null(), "an unexpected command: {got}");
     }
     if let Some(want) = expect.get("call") {
-        let call = command
-            .map(|c| c.call(protocol.keys(), false))
-            .ok_or_else(|| anyhow!("a call expected, but no command"))?;
-        let got = json!({
-            "script": call.script.map_or("INCR", |s| s.name()),
-            "keys": call.keys,
-            "args": call.args,
-        });
-        ensure!(&got == want, "call: got {got}, expected {want}");
+        check_call(want, protocol, command)?;
     }
     if let Some(want) = expect.get("deadline-ms") {
         let got = protocol.deadline().map(|d| d / MILLISECOND);
@@ -397,5 +407,20 @@ fn check_counts(protocol: &Protocol, want: &Map<String, Value>) -> Result<()> {
             "count {name}: got {got}, expected {value}"
         );
     }
+    Ok(())
+}
+
+/// The command's Redis call, as the core makes it for a store that is no Cluster, against
+/// the vector's `call`.
+fn check_call(want: &Value, protocol: &Protocol, command: Option<&Command>) -> Result<()> {
+    let call = command
+        .map(|c| c.call(protocol.keys(), false))
+        .ok_or_else(|| anyhow!("a call expected, but no command"))?;
+    let got = json!({
+        "script": call.script.map_or("INCR", |s| s.name()),
+        "keys": call.keys,
+        "args": call.args,
+    });
+    ensure!(&got == want, "call: got {got}, expected {want}");
     Ok(())
 }

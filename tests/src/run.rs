@@ -66,291 +66,363 @@ pub fn run_vector<S: Subject>(vector: &Value) -> Result<()> {
         .unwrap_or_default();
     let config = VectorConfig::parse(&config_json)?;
     if let Some(want) = vector.get("config-error") {
-        return match S::create(&config, 0) {
-            Ok(_) => bail!("config was accepted; expected an error"),
-            Err((field, message)) => {
-                check(
-                    "config-error field",
-                    field.as_str(),
-                    want["field"].as_str().unwrap_or_default(),
-                )?;
-                let want_message = want["message"].as_str().unwrap_or_default();
-                ensure!(
-                    message.contains(want_message),
-                    "config-error message {message:?} does not contain {want_message:?}"
-                );
-                Ok(())
-            }
-        };
+        return config_refused::<S>(&config, want);
     }
-    let mut subject =
-        S::create(&config, 0).map_err(|(f, m)| anyhow!("config refused: {f}: {m}"))?;
-    let mut permits: BTreeMap<String, S::Permit> = BTreeMap::new();
-    let mut snapshots: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut run = Run::<S> {
+        subject: S::create(&config, 0).map_err(|(f, m)| anyhow!("config refused: {f}: {m}"))?,
+        config,
+        permits: BTreeMap::new(),
+        snapshots: BTreeMap::new(),
+    };
     let mut last_at = 0u64;
     let steps = vector["steps"]
         .as_array()
         .ok_or_else(|| anyhow!("steps must be an array"))?;
     for (index, step) in steps.iter().enumerate() {
-        let mut at = ms(&step["at"], "at")?;
+        let at = ms(&step["at"], "at")?;
         if at < last_at && !step["clock-steps-back"].as_bool().unwrap_or(false) {
             bail!("step {index}: `at` goes backwards without clock-steps-back");
         }
         last_at = last_at.max(at);
-        if let Some(reading) = step.get("reading-ns") {
-            // An absurd clock reading for this step alone (the host's clock, not the
-            // scenario's time, which stays at `at`).
-            at = reading
-                .as_str()
-                .and_then(|r| r.parse().ok())
-                .ok_or_else(|| anyhow!("step {index}: reading-ns must be a decimal string"))?;
-        }
         let expect = step
             .get("expect")
             .cloned()
             .unwrap_or(Value::Object(Map::new()));
-        run_step(
-            &mut subject,
-            &config,
-            step,
-            &expect,
-            at,
-            &mut permits,
-            &mut snapshots,
-        )
-        .with_context(|| format!("step {index} ({step})"))?;
+        let context = || format!("step {index} ({step})");
+        let step = Step {
+            json: step,
+            at: clock_reading(step, at).with_context(context)?,
+            transitions: transitions_of(&expect).with_context(context)?,
+            expect: &expect,
+        };
+        run.step(&step).with_context(context)?;
     }
     Ok(())
 }
 
-fn run_step<S: Subject>(
-    subject: &mut S,
-    config: &VectorConfig,
-    step: &Value,
-    expect: &Value,
-    at: u64,
-    permits: &mut BTreeMap<String, S::Permit>,
-    snapshots: &mut BTreeMap<String, Vec<u8>>,
-) -> Result<()> {
-    let op = step["op"].as_str().ok_or_else(|| anyhow!("op missing"))?;
-    let want_transitions = transitions_of(expect)?;
-    let name = step.get("permit").and_then(Value::as_str);
-    match op {
-        "acquire" => {
-            let count = step.get("count").and_then(Value::as_u64).unwrap_or(1);
-            let (mut admitted, mut rejected, mut all) = (0u64, 0u64, Vec::new());
-            for _ in 0..count {
-                let (decision, transitions) = subject.acquire(at)?;
-                all.extend(transitions);
-                match decision {
-                    Decision::Admitted { permit, probe } => {
-                        if count == 1 {
-                            if let Some(want) = expect_bool(expect, "admitted") {
-                                check("admitted", true, want)?;
-                            }
-                            if let Some(want) = expect_bool(expect, "probe") {
-                                check("probe", probe, want)?;
-                            }
-                        }
-                        if let Some(name) = name {
-                            let key = if count == 1 {
-                                name.to_string()
-                            } else {
-                                format!("{name}.{admitted}")
-                            };
-                            permits.insert(key, permit);
-                        }
-                        admitted += 1;
-                    }
-                    Decision::Rejected {
-                        reason,
-                        retry_after_ns,
-                    } => {
-                        if count == 1 {
-                            if let Some(want) = expect_bool(expect, "admitted") {
-                                check("admitted", false, want)?;
-                            }
-                            if let Some(want) = expect.get("rejected").and_then(Value::as_str) {
-                                check("rejected", reason.as_str(), want)?;
-                            }
-                            if let Some(want) = expect.get("retry-after-ms") {
-                                check(
-                                    "retry-after-ms",
-                                    retry_after_ns / MILLISECOND,
-                                    ms(want, "retry-after-ms")? / MILLISECOND,
-                                )?;
-                            }
-                        }
-                        rejected += 1;
-                    }
-                }
-            }
-            if let Some(want) = expect.get("admitted-count").and_then(Value::as_u64) {
-                check("admitted-count", admitted, want)?;
-            }
-            if let Some(want) = expect.get("rejected-count").and_then(Value::as_u64) {
-                check("rejected-count", rejected, want)?;
-            }
-            check("transitions", all, want_transitions)?;
-        }
-        "record" => {
-            let name = name.ok_or_else(|| anyhow!("record needs a permit"))?;
-            let permit = permits
-                .remove(name)
-                .ok_or_else(|| anyhow!("no permit named {name:?} is held"))?;
-            let outcome = VectorOutcome::parse(step["outcome"].as_str().unwrap_or_default())?;
-            match subject.record(permit, outcome, at) {
-                Ok(report) => {
-                    ensure!(
-                        !expect_bool(expect, "error").unwrap_or(false),
-                        "record succeeded; expected an error"
-                    );
-                    if let Some(want) = expect.get("class").and_then(Value::as_str) {
-                        check("class", report.class.as_str(), want)?;
-                    }
-                    if let Some(want) = expect_bool(expect, "slow") {
-                        check("slow", report.slow, want)?;
-                    }
-                    if let Some(want) = expect_bool(expect, "stale") {
-                        check("stale", report.stale, want)?;
-                    }
-                    check("transitions", report.transitions, want_transitions)?;
-                }
-                Err(message) => {
-                    ensure!(
-                        expect_bool(expect, "error").unwrap_or(false),
-                        "record failed unexpectedly: {message}"
-                    );
-                    ensure!(!message.is_empty(), "record error has no message");
-                }
-            }
-        }
-        "state" => {}
-        "metrics" => {
-            let got = subject.metrics(at)?;
-            if let Some(want) = expect.get("metrics").and_then(Value::as_object) {
-                for (key, want) in want {
-                    let got = got
-                        .get(key)
-                        .ok_or_else(|| anyhow!("metrics lack {key:?}"))?;
-                    check(&format!("metrics.{key}"), got, want)?;
-                }
-            }
-        }
-        "isolate" | "release" | "disable" | "reset" => {
-            check("transitions", subject.manual(op, at)?, want_transitions)?;
-        }
-        "export" => {
-            let name = step["snapshot"]
-                .as_str()
-                .ok_or_else(|| anyhow!("export needs snapshot"))?;
-            snapshots.insert(name.to_string(), subject.export(at)?);
-        }
-        "import" => {
-            let name = step["snapshot"]
-                .as_str()
-                .ok_or_else(|| anyhow!("import needs snapshot"))?;
-            let mut bytes = snapshots
-                .get(name)
-                .cloned()
-                .ok_or_else(|| anyhow!("no snapshot {name:?}"))?;
-            match step.get("damage").and_then(Value::as_str) {
-                None => {}
-                Some("truncate") => {
-                    bytes.pop();
-                }
-                Some("flip") => {
-                    let middle = bytes.len() / 2;
-                    bytes[middle] = !bytes[middle];
-                }
-                Some(other) => bail!("unknown damage {other:?}"),
-            }
-            let elapsed = ms(
-                step.get("elapsed-ms").unwrap_or(&Value::from(0)),
-                "elapsed-ms",
+/// A vector whose configuration the subject must refuse, naming the field.
+fn config_refused<S: Subject>(config: &VectorConfig, want: &Value) -> Result<()> {
+    match S::create(config, 0) {
+        Ok(_) => bail!("config was accepted; expected an error"),
+        Err((field, message)) => {
+            check(
+                "config-error field",
+                field.as_str(),
+                want["field"].as_str().unwrap_or_default(),
             )?;
-            if step["fresh"].as_bool().unwrap_or(false) {
-                // The importer's own configuration, when the step gives one.
-                let own = match step.get("config").and_then(Value::as_object) {
-                    Some(json) => VectorConfig::parse(json)?,
-                    None => config.clone(),
-                };
-                *subject = S::create(&own, at).map_err(|(f, m)| anyhow!("{f}: {m}"))?;
-                permits.clear();
-            }
-            let result = subject.import(&bytes, elapsed, at);
-            match (result, expect_bool(expect, "error").unwrap_or(false)) {
-                (Ok(()), false) => {}
-                (Err(message), true) => ensure!(!message.is_empty(), "import error has no message"),
-                (Ok(()), true) => bail!("import succeeded; expected an error"),
-                (Err(message), false) => bail!("import failed: {message}"),
-            }
+            let want_message = want["message"].as_str().unwrap_or_default();
+            ensure!(
+                message.contains(want_message),
+                "config-error message {message:?} does not contain {want_message:?}"
+            );
+            Ok(())
         }
-        "fleet-apply" => {
-            let kind = step["kind"].as_str().unwrap_or_default();
-            let event = FleetEvent {
-                generation: step["generation"]
-                    .as_u64()
-                    .ok_or_else(|| anyhow!("fleet-apply needs a generation"))?,
-                kind: FleetEventKind::from_name(kind)
-                    .ok_or_else(|| anyhow!("unknown fleet event kind {kind:?}"))?,
-                remaining: step
-                    .get("remaining-ms")
-                    .map_or(Ok(0), |v| ms(v, "remaining-ms"))?,
-            };
-            let (applied, transitions) = subject.fleet_apply(event, at)?;
-            if let Some(want) = expect.get("fleet-applied").and_then(Value::as_str) {
-                check("fleet-applied", applied.as_str(), want)?;
+    }
+}
+
+/// What the host's clock reads at a step: the scenario's time `at`, or an absurd reading
+/// for this step alone (`reading-ns`; the scenario's time stays at `at`).
+fn clock_reading(step: &Value, at: u64) -> Result<u64> {
+    match step.get("reading-ns") {
+        None => Ok(at),
+        Some(reading) => reading
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .ok_or_else(|| anyhow!("reading-ns must be a decimal string")),
+    }
+}
+
+/// One vector's run: its subject, and what earlier steps left for later ones.
+struct Run<S: Subject> {
+    subject: S,
+    config: VectorConfig,
+    permits: BTreeMap<String, S::Permit>,
+    snapshots: BTreeMap<String, Vec<u8>>,
+}
+
+/// One step: its JSON, what it expects, the clock reading and the transitions it must
+/// report.
+struct Step<'a> {
+    json: &'a Value,
+    expect: &'a Value,
+    at: u64,
+    transitions: Vec<Step3>,
+}
+
+impl Step<'_> {
+    fn permit(&self) -> Option<&str> {
+        self.json.get("permit").and_then(Value::as_str)
+    }
+
+    fn expects_error(&self) -> bool {
+        expect_bool(self.expect, "error").unwrap_or(false)
+    }
+}
+
+impl<S: Subject> Run<S> {
+    fn step(&mut self, step: &Step<'_>) -> Result<()> {
+        let op = step.json["op"]
+            .as_str()
+            .ok_or_else(|| anyhow!("op missing"))?;
+        let at = step.at;
+        match op {
+            "acquire" => self.acquire(step)?,
+            "record" => self.record(step)?,
+            "state" => {}
+            "metrics" => {
+                let got = self.subject.metrics(at)?;
+                check_fields("metrics", &got, step.expect.get("metrics"))?;
             }
-            check("transitions", transitions, want_transitions)?;
-        }
-        "fleet-votes" => {
-            let votes = step["votes"]
-                .as_array()
-                .ok_or_else(|| anyhow!("fleet-votes needs votes"))?
-                .iter()
-                .map(|vote| {
-                    let member = vote[0].as_u64().ok_or_else(|| anyhow!("bad member"))?;
-                    Ok((member, ms(&vote[1], "age")?))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let reached = subject.fleet_votes(&votes, at)?;
-            if let Some(want) = expect_bool(expect, "quorum") {
-                check("quorum", reached, want)?;
+            "isolate" | "release" | "disable" | "reset" => {
+                let got = self.subject.manual(op, at)?;
+                check("transitions", &got, &step.transitions)?;
             }
-        }
-        "fleet-store" => {
-            let lease = match step.get("lease-ms") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(ms(v, "lease-ms")?),
-            };
-            let reachable = step["reachable"].as_bool().unwrap_or(true);
-            subject.fleet_store(reachable, lease, at)?;
-        }
-        "fleet-announcement" => {
-            let got = subject.fleet_take_announcement()?;
-            if let Some(want) = expect.get("announcement") {
-                let got = got.map(|(kind, remaining)| {
-                    serde_json::json!({ "kind": kind, "remaining-ms": remaining / MILLISECOND })
-                });
-                check("announcement", &got.unwrap_or(Value::Null), want)?;
+            "export" => {
+                let name = step.json["snapshot"]
+                    .as_str()
+                    .ok_or_else(|| anyhow!("export needs snapshot"))?;
+                self.snapshots
+                    .insert(name.to_string(), self.subject.export(at)?);
             }
+            "import" => self.import(step)?,
+            "fleet-apply" => self.fleet_apply(step)?,
+            "fleet-votes" => self.fleet_votes(step)?,
+            "fleet-store" => self.fleet_store(step)?,
+            "fleet-announcement" => self.fleet_announcement(step)?,
+            "fleet-status" => {
+                let got = self.subject.fleet_status(at)?;
+                check_fields("fleet", &got, step.expect.get("fleet"))?;
+            }
+            other => bail!("unknown op {other:?}"),
         }
-        "fleet-status" => {
-            let got = subject.fleet_status(at)?;
-            if let Some(want) = expect.get("fleet").and_then(Value::as_object) {
-                for (key, want) in want {
-                    let got = got
-                        .get(key)
-                        .ok_or_else(|| anyhow!("fleet status lacks {key:?}"))?;
-                    check(&format!("fleet.{key}"), got, want)?;
+        if let Some(want) = step.expect.get("state").and_then(Value::as_str) {
+            check("state", self.subject.state(at)?.as_str(), want)?;
+        }
+        Ok(())
+    }
+
+    /// `count` acquisitions (one unless the step says): each decision checked when there is
+    /// one, the tallies when there are several.
+    fn acquire(&mut self, step: &Step<'_>) -> Result<()> {
+        let expect = step.expect;
+        let count = step.json.get("count").and_then(Value::as_u64).unwrap_or(1);
+        let (mut admitted, mut rejected, mut all) = (0u64, 0u64, Vec::new());
+        for _ in 0..count {
+            let (decision, transitions) = self.subject.acquire(step.at)?;
+            all.extend(transitions);
+            match decision {
+                Decision::Admitted { permit, probe } => {
+                    if count == 1 {
+                        check_admitted(expect, probe)?;
+                    }
+                    if let Some(name) = step.permit() {
+                        let key = if count == 1 {
+                            name.to_string()
+                        } else {
+                            format!("{name}.{admitted}")
+                        };
+                        self.permits.insert(key, permit);
+                    }
+                    admitted += 1;
+                }
+                Decision::Rejected {
+                    reason,
+                    retry_after_ns,
+                } => {
+                    if count == 1 {
+                        check_rejected(expect, &reason, retry_after_ns)?;
+                    }
+                    rejected += 1;
                 }
             }
         }
-        other => bail!("unknown op {other:?}"),
+        if let Some(want) = expect.get("admitted-count").and_then(Value::as_u64) {
+            check("admitted-count", admitted, want)?;
+        }
+        if let Some(want) = expect.get("rejected-count").and_then(Value::as_u64) {
+            check("rejected-count", rejected, want)?;
+        }
+        check("transitions", &all, &step.transitions)
     }
-    if let Some(want) = expect.get("state").and_then(Value::as_str) {
-        check("state", subject.state(at)?.as_str(), want)?;
+
+    fn record(&mut self, step: &Step<'_>) -> Result<()> {
+        let expect = step.expect;
+        let name = step
+            .permit()
+            .ok_or_else(|| anyhow!("record needs a permit"))?;
+        let permit = self
+            .permits
+            .remove(name)
+            .ok_or_else(|| anyhow!("no permit named {name:?} is held"))?;
+        let outcome = VectorOutcome::parse(step.json["outcome"].as_str().unwrap_or_default())?;
+        match self.subject.record(permit, outcome, step.at) {
+            Ok(report) => {
+                ensure!(!step.expects_error(), "record succeeded; expected an error");
+                if let Some(want) = expect.get("class").and_then(Value::as_str) {
+                    check("class", report.class.as_str(), want)?;
+                }
+                if let Some(want) = expect_bool(expect, "slow") {
+                    check("slow", report.slow, want)?;
+                }
+                if let Some(want) = expect_bool(expect, "stale") {
+                    check("stale", report.stale, want)?;
+                }
+                check("transitions", &report.transitions, &step.transitions)
+            }
+            Err(message) => {
+                ensure!(
+                    step.expects_error(),
+                    "record failed unexpectedly: {message}"
+                );
+                ensure!(!message.is_empty(), "record error has no message");
+                Ok(())
+            }
+        }
+    }
+
+    /// Imports a snapshot an earlier step exported, damaged if the step says, into this
+    /// subject or (`fresh`) a new one.
+    fn import(&mut self, step: &Step<'_>) -> Result<()> {
+        let json = step.json;
+        let name = json["snapshot"]
+            .as_str()
+            .ok_or_else(|| anyhow!("import needs snapshot"))?;
+        let mut bytes = self
+            .snapshots
+            .get(name)
+            .cloned()
+            .ok_or_else(|| anyhow!("no snapshot {name:?}"))?;
+        match json.get("damage").and_then(Value::as_str) {
+            None => {}
+            Some("truncate") => {
+                bytes.pop();
+            }
+            Some("flip") => {
+                let middle = bytes.len() / 2;
+                bytes[middle] = !bytes[middle];
+            }
+            Some(other) => bail!("unknown damage {other:?}"),
+        }
+        let elapsed = ms(
+            json.get("elapsed-ms").unwrap_or(&Value::from(0)),
+            "elapsed-ms",
+        )?;
+        if json["fresh"].as_bool().unwrap_or(false) {
+            // The importer's own configuration, when the step gives one.
+            let own = match json.get("config").and_then(Value::as_object) {
+                Some(config) => VectorConfig::parse(config)?,
+                None => self.config.clone(),
+            };
+            self.subject = S::create(&own, step.at).map_err(|(f, m)| anyhow!("{f}: {m}"))?;
+            self.permits.clear();
+        }
+        match (
+            self.subject.import(&bytes, elapsed, step.at),
+            step.expects_error(),
+        ) {
+            (Ok(()), false) => Ok(()),
+            (Err(message), true) => {
+                ensure!(!message.is_empty(), "import error has no message");
+                Ok(())
+            }
+            (Ok(()), true) => bail!("import succeeded; expected an error"),
+            (Err(message), false) => bail!("import failed: {message}"),
+        }
+    }
+
+    fn fleet_apply(&mut self, step: &Step<'_>) -> Result<()> {
+        let json = step.json;
+        let kind = json["kind"].as_str().unwrap_or_default();
+        let event = FleetEvent {
+            generation: json["generation"]
+                .as_u64()
+                .ok_or_else(|| anyhow!("fleet-apply needs a generation"))?,
+            kind: FleetEventKind::from_name(kind)
+                .ok_or_else(|| anyhow!("unknown fleet event kind {kind:?}"))?,
+            remaining: json
+                .get("remaining-ms")
+                .map_or(Ok(0), |v| ms(v, "remaining-ms"))?,
+        };
+        let (applied, transitions) = self.subject.fleet_apply(event, step.at)?;
+        if let Some(want) = step.expect.get("fleet-applied").and_then(Value::as_str) {
+            check("fleet-applied", applied.as_str(), want)?;
+        }
+        check("transitions", &transitions, &step.transitions)
+    }
+
+    fn fleet_votes(&mut self, step: &Step<'_>) -> Result<()> {
+        let votes = step.json["votes"]
+            .as_array()
+            .ok_or_else(|| anyhow!("fleet-votes needs votes"))?
+            .iter()
+            .map(|vote| {
+                let member = vote[0].as_u64().ok_or_else(|| anyhow!("bad member"))?;
+                Ok((member, ms(&vote[1], "age")?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let reached = self.subject.fleet_votes(&votes, step.at)?;
+        if let Some(want) = expect_bool(step.expect, "quorum") {
+            check("quorum", reached, want)?;
+        }
+        Ok(())
+    }
+
+    fn fleet_store(&mut self, step: &Step<'_>) -> Result<()> {
+        let lease = match step.json.get("lease-ms") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(ms(v, "lease-ms")?),
+        };
+        let reachable = step.json["reachable"].as_bool().unwrap_or(true);
+        self.subject.fleet_store(reachable, lease, step.at)
+    }
+
+    fn fleet_announcement(&mut self, step: &Step<'_>) -> Result<()> {
+        let got = self.subject.fleet_take_announcement()?;
+        if let Some(want) = step.expect.get("announcement") {
+            let got = got.map(|(kind, remaining)| {
+                serde_json::json!({ "kind": kind, "remaining-ms": remaining / MILLISECOND })
+            });
+            check("announcement", &got.unwrap_or(Value::Null), want)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_admitted(expect: &Value, probe: bool) -> Result<()> {
+    if let Some(want) = expect_bool(expect, "admitted") {
+        check("admitted", true, want)?;
+    }
+    if let Some(want) = expect_bool(expect, "probe") {
+        check("probe", probe, want)?;
+    }
+    Ok(())
+}
+
+fn check_rejected(expect: &Value, reason: &str, retry_after_ns: u64) -> Result<()> {
+    if let Some(want) = expect_bool(expect, "admitted") {
+        check("admitted", false, want)?;
+    }
+    if let Some(want) = expect.get("rejected").and_then(Value::as_str) {
+        check("rejected", reason, want)?;
+    }
+    if let Some(want) = expect.get("retry-after-ms") {
+        check(
+            "retry-after-ms",
+            retry_after_ns / MILLISECOND,
+            ms(want, "retry-after-ms")? / MILLISECOND,
+        )?;
+    }
+    Ok(())
+}
+
+/// Each field `want` names (an object, when the step expects one) against `got`'s, named
+/// `{what}.{field}` in a failure.
+fn check_fields(what: &str, got: &BTreeMap<String, Value>, want: Option<&Value>) -> Result<()> {
+    for (key, want) in want.and_then(Value::as_object).into_iter().flatten() {
+        let got = got
+            .get(key)
+            .ok_or_else(|| anyhow!("{what} has no field {key:?}"))?;
+        check(&format!("{what}.{key}"), got, want)?;
     }
     Ok(())
 }

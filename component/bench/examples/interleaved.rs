@@ -21,7 +21,18 @@ use tripgate_host::{Clock, CoarseClock, Lock};
 use tripgate_wasmtime::wit::{Guest, Outcome};
 use tripgate_wasmtime::{Breaker, Config, Runtime};
 use tripgate_wasmtime_bench::{admitted, keyed_pair, Bare, ScalarV020};
+use wasmtime::component::ResourceAny;
 use wasmtime::Store;
+
+const PATHS: [&str; 7] = [
+    "bare state()",
+    "bare keyed pair",
+    "bare permit resource pair",
+    "library raw pair",
+    "library permit pair",
+    "bare keyed pair, locked",
+    "bare 0.2.0 scalar pair",
+];
 
 fn main() {
     let rounds: usize = std::env::args()
@@ -35,76 +46,23 @@ fn main() {
 
     // One compilation of the component for every path: the same machine code throughout.
     let runtime = Runtime::new().unwrap();
-    let mut bare = Bare::sharing(&runtime);
-    let me = bare.me;
-    let breaker: Breaker = runtime.breaker(&Config::default()).unwrap();
-    let locked = Lock::new(Bare::sharing(&runtime));
-    let clock: Arc<dyn Clock + Send + Sync> = Arc::new(CoarseClock::new());
-    let mut scalar = ScalarV020::from_env(runtime.engine());
-
+    let bare = Bare::sharing(&runtime);
+    let mut subjects = Subjects {
+        me: bare.me,
+        bare,
+        breaker: runtime.breaker(&Config::default()).unwrap(),
+        locked: Lock::new(Bare::sharing(&runtime)),
+        clock: Arc::new(CoarseClock::new()),
+        scalar: ScalarV020::from_env(runtime.engine()),
+    };
     // ns per call or pair for one batch.
     let mut time = |path: usize| -> f64 {
         let start = Instant::now();
         for _ in 0..batch {
-            match path {
-                0 => {
-                    let api = bare.tripgate.tripgate_breaker_circuit_breaker().breaker();
-                    black_box(api.call_state(&mut bare.store, me, 1).unwrap());
-                }
-                1 => drop(black_box(keyed_pair(&mut bare, 1))),
-                2 => {
-                    let api = bare.tripgate.tripgate_breaker_circuit_breaker().breaker();
-                    let permit = api.call_acquire(&mut bare.store, me, 1).unwrap().decision;
-                    black_box(
-                        api.call_record_outcome(
-                            &mut bare.store,
-                            me,
-                            permit.unwrap(),
-                            Outcome::Success,
-                            1,
-                        )
-                        .unwrap()
-                        .unwrap(),
-                    );
-                }
-                3 => {
-                    let permit = breaker.acquire_raw().unwrap().decision.unwrap();
-                    black_box(breaker.record_raw(permit, Outcome::Success).unwrap());
-                }
-                4 => {
-                    let permit = breaker.acquire().unwrap().decision.unwrap();
-                    black_box(permit.record(Outcome::Success).unwrap());
-                }
-                5 => {
-                    let admission = locked_call(&locked, &*clock, |hot, store, key, now| {
-                        hot.call_acquire_keyed(store, key, now).unwrap()
-                    });
-                    let ticket = admitted(admission).ticket;
-                    black_box(locked_call(&locked, &*clock, |hot, store, key, now| {
-                        hot.call_record_keyed(store, key, ticket, Outcome::Success, now)
-                            .unwrap()
-                            .unwrap()
-                    }));
-                }
-                6 => {
-                    let scalar = scalar.as_mut().expect("a 0.2.0 component");
-                    black_box(scalar.pair(1));
-                }
-                _ => unreachable!(),
-            }
+            subjects.call(path);
         }
         start.elapsed().as_nanos() as f64 / f64::from(batch)
     };
-
-    const PATHS: [&str; 7] = [
-        "bare state()",
-        "bare keyed pair",
-        "bare permit resource pair",
-        "library raw pair",
-        "library permit pair",
-        "bare keyed pair, locked",
-        "bare 0.2.0 scalar pair",
-    ];
     let paths = if ScalarV020::from_env(runtime.engine()).is_some() {
         PATHS.len()
     } else {
@@ -127,7 +85,76 @@ fn main() {
         }
         ns.push(round);
     }
+    report(&ns, rounds, batch, paths);
+}
 
+/// What the paths call: one compiled component throughout.
+struct Subjects {
+    bare: Bare,
+    me: ResourceAny,
+    breaker: Breaker,
+    locked: Lock<Bare>,
+    clock: Arc<dyn Clock + Send + Sync>,
+    scalar: Option<ScalarV020>,
+}
+
+impl Subjects {
+    /// One call or pair of the path numbered as in `PATHS`.
+    #[inline(always)]
+    fn call(&mut self, path: usize) {
+        let (bare, me) = (&mut self.bare, self.me);
+        match path {
+            0 => {
+                let api = bare.tripgate.tripgate_breaker_circuit_breaker().breaker();
+                black_box(api.call_state(&mut bare.store, me, 1).unwrap());
+            }
+            1 => drop(black_box(keyed_pair(bare, 1))),
+            2 => {
+                let api = bare.tripgate.tripgate_breaker_circuit_breaker().breaker();
+                let permit = api.call_acquire(&mut bare.store, me, 1).unwrap().decision;
+                black_box(
+                    api.call_record_outcome(
+                        &mut bare.store,
+                        me,
+                        permit.unwrap(),
+                        Outcome::Success,
+                        1,
+                    )
+                    .unwrap()
+                    .unwrap(),
+                );
+            }
+            3 => {
+                let permit = self.breaker.acquire_raw().unwrap().decision.unwrap();
+                black_box(self.breaker.record_raw(permit, Outcome::Success).unwrap());
+            }
+            4 => {
+                let permit = self.breaker.acquire().unwrap().decision.unwrap();
+                black_box(permit.record(Outcome::Success).unwrap());
+            }
+            5 => {
+                let (locked, clock) = (&self.locked, &*self.clock);
+                let admission = locked_call(locked, clock, |hot, store, key, now| {
+                    hot.call_acquire_keyed(store, key, now).unwrap()
+                });
+                let ticket = admitted(admission).ticket;
+                black_box(locked_call(locked, clock, |hot, store, key, now| {
+                    hot.call_record_keyed(store, key, ticket, Outcome::Success, now)
+                        .unwrap()
+                        .unwrap()
+                }));
+            }
+            6 => {
+                let scalar = self.scalar.as_mut().expect("a 0.2.0 component");
+                black_box(scalar.pair(1));
+            }
+            _ => unreachable!(),
+        }
+    }
+}
+
+/// Each path's median and range, then the ratios within each round.
+fn report(ns: &[[f64; PATHS.len()]], rounds: usize, batch: u32, paths: usize) {
     println!("{rounds} interleaved rounds of {batch} calls or pairs per path: median (range)");
     for (path, name) in PATHS.iter().enumerate().take(paths) {
         let (median, low, high) = spread(ns.iter().map(|r| r[path]).collect());

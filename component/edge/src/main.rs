@@ -96,30 +96,37 @@ struct Bench {
     engine: EngineKind,
 }
 
-fn bench(args: &[String]) -> Result<()> {
-    let mut bench = Bench {
-        requests: 4000,
-        seconds: 3.0,
-        clients: 8,
-        engine: EngineKind::Pooled,
-    };
-    let mut args = args.iter();
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| anyhow!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--requests" => bench.requests = value.parse()?,
-            "--seconds" => bench.seconds = value.parse()?,
-            "--clients" => bench.clients = value.parse()?,
-            "--engine" => {
-                bench.engine = match value.as_str() {
-                    "pooled" => EngineKind::Pooled,
-                    "default" => EngineKind::Default,
-                    other => bail!("--engine is `pooled` or `default`, not `{other}`"),
+impl Bench {
+    fn parse(args: &[String]) -> Result<Self> {
+        let mut bench = Bench {
+            requests: 4000,
+            seconds: 3.0,
+            clients: 8,
+            engine: EngineKind::Pooled,
+        };
+        let mut args = args.iter();
+        while let Some(flag) = args.next() {
+            let value = args.next().ok_or_else(|| anyhow!("{flag} needs a value"))?;
+            match flag.as_str() {
+                "--requests" => bench.requests = value.parse()?,
+                "--seconds" => bench.seconds = value.parse()?,
+                "--clients" => bench.clients = value.parse()?,
+                "--engine" => {
+                    bench.engine = match value.as_str() {
+                        "pooled" => EngineKind::Pooled,
+                        "default" => EngineKind::Default,
+                        other => bail!("--engine is `pooled` or `default`, not `{other}`"),
+                    }
                 }
+                other => bail!("unknown option {other}"),
             }
-            other => bail!("unknown option {other}"),
         }
+        Ok(bench)
     }
+}
+
+fn bench(args: &[String]) -> Result<()> {
+    let bench = Bench::parse(args)?;
     let upstream = upstream()?;
     let runtime = Runtime::with_engine(bench.engine)?;
     let route = format!("/=http://{upstream}");
@@ -152,6 +159,33 @@ fn bench(args: &[String]) -> Result<()> {
     for server in [&guard, &bare, &costed] {
         sequential(server.addr(), 200)?;
     }
+    latencies(&bench, &guard, &bare, &costed)?;
+
+    println!(
+        "\nrequests per second, {} clients, {} s per round, 2 alternating rounds each:",
+        bench.clients, bench.seconds
+    );
+    let duration = Duration::from_secs_f64(bench.seconds);
+    let (mut g, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..2 {
+        g.push(throughput(guard.addr(), bench.clients, duration)?);
+        b.push(throughput(bare.addr(), bench.clients, duration)?);
+    }
+    let show = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!("  guard  {}", show(&g));
+    println!("  bare   {}", show(&b));
+    println!("  guard / bare  {:.2}", mean(&g) / mean(&b));
+    Ok(())
+}
+
+/// One request at a time to the guard and the bare handler, taking turns: end to end and
+/// the server's steps, then the costs the guard reports of its own handler.
+fn latencies(bench: &Bench, guard: &Server, bare: &Server, costed: &Server) -> Result<()> {
     let snapshot = |server: &Server| {
         let stats = server.stats();
         [
@@ -161,9 +195,9 @@ fn bench(args: &[String]) -> Result<()> {
             stats.dispose_ns.load(Ordering::Relaxed),
         ]
     };
-    let (g0, b0) = (snapshot(&guard), snapshot(&bare));
+    let (g0, b0) = (snapshot(guard), snapshot(bare));
     let (mut guard_lat, mut bare_lat) = interleaved(guard.addr(), bare.addr(), bench.requests)?;
-    let (g1, b1) = (snapshot(&guard), snapshot(&bare));
+    let (g1, b1) = (snapshot(guard), snapshot(bare));
     let rounds = 10;
     let per_round = (bench.requests / rounds).max(1);
     let mut costs = Vec::new();
@@ -195,30 +229,16 @@ fn bench(args: &[String]) -> Result<()> {
         percentile(&mut guard_lat, 0.99),
         percentile(&mut bare_lat, 0.99),
     );
-    println!(
-        "  end to end, mean   {gm:>10.1} {bm:>9.1} {:>+10.1}",
-        gm - bm
-    );
-    println!(
-        "  end to end, p50    {gp:>10.1} {bp:>9.1} {:>+10.1}",
-        gp - bp
-    );
-    println!(
-        "  end to end, p99    {g99:>10.1} {b99:>9.1} {:>+10.1}",
-        g99 - b99
-    );
-    println!(
-        "  instantiate, mean  {gi:>10.1} {bi:>9.1} {:>+10.1}",
-        gi - bi
-    );
-    println!(
-        "  handle, mean       {gh:>10.1} {bh:>9.1} {:>+10.1}",
-        gh - bh
-    );
-    println!(
-        "  dispose, mean      {gd:>10.1} {bd:>9.1} {:>+10.1}",
-        gd - bd
-    );
+    for (what, g, b) in [
+        ("end to end, mean ", gm, bm),
+        ("end to end, p50  ", gp, bp),
+        ("end to end, p99  ", g99, b99),
+        ("instantiate, mean", gi, bi),
+        ("handle, mean     ", gh, bh),
+        ("dispose, mean    ", gd, bd),
+    ] {
+        println!("  {what}  {g:>10.1} {b:>9.1} {:>+10.1}", g - b);
+    }
     let step = |i: usize| mean(&costs.iter().map(|c: &[f64; 3]| c[i]).collect::<Vec<_>>());
     println!(
         "  inside the guard's handler (TRIPGATE_COSTS=1, x-tripgate-cost, mean): load {:.1}, acquire {:.1}, record and write {:.1}",
@@ -226,26 +246,6 @@ fn bench(args: &[String]) -> Result<()> {
         step(1),
         step(2)
     );
-
-    println!(
-        "\nrequests per second, {} clients, {} s per round, 2 alternating rounds each:",
-        bench.clients, bench.seconds
-    );
-    let duration = Duration::from_secs_f64(bench.seconds);
-    let (mut g, mut b) = (Vec::new(), Vec::new());
-    for _ in 0..2 {
-        g.push(throughput(guard.addr(), bench.clients, duration)?);
-        b.push(throughput(bare.addr(), bench.clients, duration)?);
-    }
-    let show = |v: &[f64]| {
-        v.iter()
-            .map(|x| format!("{x:.0}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    println!("  guard  {}", show(&g));
-    println!("  bare   {}", show(&b));
-    println!("  guard / bare  {:.2}", mean(&g) / mean(&b));
     Ok(())
 }
 

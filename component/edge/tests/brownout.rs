@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -30,19 +31,37 @@ fn the_demo_phases_through_the_composed_guard() {
         Some(&clock),
     );
     let addr = server.addr();
-    let mut served = 0;
 
     // Healthy: everything passes.
     let answers = burst(addr, "/", 4, 5);
-    served += answers.len();
     assert!(answers.iter().all(|a| a.status == 200), "healthy: all 200");
+    let mut served = answers.len();
+    served += storm(addr, &upstream);
+    // Recovery: the cooldown passes.
+    clock.advance(Duration::from_secs(1));
+    served += recovery(addr, &upstream);
+    served += flood(addr, &upstream);
+    served += hang(addr, &upstream);
+    upstream.phase(Behaviour::Healthy);
 
-    // The 503 storm trips the breaker. Four clients each have at most one call out, so
-    // at most THRESHOLD + 3 calls reach the upstream: the ones admitted before the trip
-    // was written, and no outcome lost between instances.
+    assert_eq!(
+        server.stats().instances.load(Ordering::SeqCst) as usize,
+        served,
+        "a fresh instance for every request"
+    );
+    assert_eq!(
+        server.stats().failures.load(Ordering::SeqCst),
+        0,
+        "no instance failed"
+    );
+}
+
+/// The 503 storm trips the breaker. Four clients each have at most one call out, so at
+/// most THRESHOLD + 3 calls reach the upstream: the ones admitted before the trip was
+/// written, and no outcome lost between instances. Returns the requests served.
+fn storm(addr: SocketAddr, upstream: &Upstream) -> usize {
     let counts = upstream.phase(Behaviour::Status(503));
     let answers = burst(addr, "/", 4, 10);
-    served += answers.len();
     let received = counts.received.load(Ordering::SeqCst);
     let turned_away = answers.iter().filter(|a| rejected(a)).count();
     assert!(
@@ -61,17 +80,18 @@ fn the_demo_phases_through_the_composed_guard() {
             "the rest of the 1 s cooldown"
         );
     }
+    answers.len()
+}
 
-    // Recovery: the cooldown passes; the upstream restarts cold (4 fills of 80 ms, 2 at
-    // a time). Six clients press on until each has had 3 answers from the upstream.
-    clock.advance(Duration::from_secs(1));
+/// Past the cooldown, the upstream restarts cold (4 fills of 80 ms, 2 at a time). Six
+/// clients press on until each has had 3 answers from the upstream.
+fn recovery(addr: SocketAddr, upstream: &Upstream) -> usize {
     let counts = upstream.phase(Behaviour::Cold {
         fill: Duration::from_millis(80),
         slots: 2,
         fills: 4,
     });
     let answers = until(addr, 6, 3, Duration::from_secs(10), |a| a.status == 200);
-    served += answers.len();
     let arrivals = counts.arrivals.lock().unwrap().clone();
     let peak_probes = counts.peak_probes.load(Ordering::SeqCst);
     assert!(
@@ -91,23 +111,27 @@ fn the_demo_phases_through_the_composed_guard() {
         answers.iter().filter(|a| a.status == 200).count() >= 18,
         "recovery: every client got its answers"
     );
+    answers.len()
+}
 
-    // The 404 flood: the upstream answers, so nothing trips.
+/// The 404 flood: the upstream answers, so nothing trips.
+fn flood(addr: SocketAddr, upstream: &Upstream) -> usize {
     let counts = upstream.phase(Behaviour::Status(404));
     let answers = burst(addr, "/", 4, 15);
-    served += answers.len();
     assert!(
         answers.iter().all(|a| a.status == 404 && !rejected(a)),
         "404 flood: all relayed"
     );
     assert_eq!(counts.received.load(Ordering::SeqCst), 60);
+    answers.len()
+}
 
-    // The hang: the upstream stalls past the 300 ms deadline. Hang detection needs the
-    // calls in flight, and an instance sees only its own, so the breaker trips on the
-    // timeouts themselves: THRESHOLD calls time out (504) before the first rejection.
+/// The hang: the upstream stalls past the 300 ms deadline. Hang detection needs the calls
+/// in flight, and an instance sees only its own, so the breaker trips on the timeouts
+/// themselves: THRESHOLD calls time out (504) before the first rejection.
+fn hang(addr: SocketAddr, upstream: &Upstream) -> usize {
     let counts = upstream.phase(Behaviour::Hang(Duration::from_secs(3)));
     let answers = burst(addr, "/", 5, 4);
-    served += answers.len();
     let timed_out = answers.iter().filter(|a| a.status == 504).count() as u64;
     eprintln!(
         "{:?}",
@@ -130,16 +154,5 @@ fn the_demo_phases_through_the_composed_guard() {
         20 - timed_out,
         "hang: the rest were rejected"
     );
-    upstream.phase(Behaviour::Healthy);
-
-    assert_eq!(
-        server.stats().instances.load(Ordering::SeqCst) as usize,
-        served,
-        "a fresh instance for every request"
-    );
-    assert_eq!(
-        server.stats().failures.load(Ordering::SeqCst),
-        0,
-        "no instance failed"
-    );
+    answers.len()
 }

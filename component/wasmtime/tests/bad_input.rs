@@ -11,6 +11,7 @@ use tripgate_wasmtime::{
 };
 
 /// Every rule of the core's `Config::validate`, broken once.
+// long: a table, one config per rule, each one line or a short struct
 fn invalid_configs() -> Vec<Config> {
     let d = Config::default();
     vec![

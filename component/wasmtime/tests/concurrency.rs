@@ -22,6 +22,41 @@ fn half_open(config: &Config) -> (Breaker, Arc<FakeClock>) {
     (breaker, clock)
 }
 
+/// What the threads saw: who is inside the guarded call now and at most, kept by the test
+/// and not by the breaker; the admissions and rejections.
+#[derive(Default)]
+struct Tally {
+    inside: AtomicU32,
+    most: AtomicU32,
+    admitted: AtomicU64,
+    rejected: AtomicU64,
+}
+
+impl Tally {
+    /// One call through the breaker: if admitted, a guarded call that counts who is inside
+    /// it (never more than `k`), then its outcome.
+    fn call(&self, breaker: &Breaker, outcome: Outcome, k: u8) {
+        match breaker.acquire().unwrap().decision {
+            Ok(permit) => {
+                let now_inside = self.inside.fetch_add(1, Ordering::SeqCst) + 1;
+                self.most.fetch_max(now_inside, Ordering::SeqCst);
+                assert!(now_inside <= u32::from(k), "{now_inside} probes inside");
+                // Stay inside a while so other threads pile up at the door.
+                for _ in 0..4 {
+                    thread::yield_now();
+                }
+                self.inside.fetch_sub(1, Ordering::SeqCst);
+                let recorded = permit.record(outcome).unwrap();
+                assert!(!recorded.stale && recorded.transitions.is_empty());
+                self.admitted.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {
+                self.rejected.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 /// 64 threads × 10,000 rounds contend for K = 3 probe slots. The probes succeed (M is
 /// out of reach, so the breaker stays half-open) or are cancelled; the count of callers
 /// inside the guarded call, kept by the test and not by the breaker, never exceeds K.
@@ -38,45 +73,22 @@ fn sixty_four_threads_never_exceed_k_outstanding_probes() {
     };
     let (breaker, clock) = half_open(&config);
 
-    let inside = Arc::new(AtomicU32::new(0));
-    let most = Arc::new(AtomicU32::new(0));
-    let admitted = Arc::new(AtomicU64::new(0));
-    let rejected = Arc::new(AtomicU64::new(0));
+    let tally = Arc::new(Tally::default());
     let barrier = Arc::new(Barrier::new(THREADS));
     let threads: Vec<_> = (0..THREADS)
         .map(|t| {
             let (breaker, clock) = (breaker.clone(), Arc::clone(&clock));
-            let (inside, most) = (Arc::clone(&inside), Arc::clone(&most));
-            let (admitted, rejected) = (Arc::clone(&admitted), Arc::clone(&rejected));
-            let barrier = Arc::clone(&barrier);
+            let (tally, barrier) = (Arc::clone(&tally), Arc::clone(&barrier));
             thread::spawn(move || {
                 barrier.wait();
                 for round in 0..ROUNDS {
                     clock.advance(1_000); // time moves; never past probe-timeout
-                    match breaker.acquire().unwrap().decision {
-                        Ok(permit) => {
-                            // The guarded call: count who is inside it.
-                            let now_inside = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                            most.fetch_max(now_inside, Ordering::SeqCst);
-                            assert!(now_inside <= u32::from(K), "{now_inside} probes inside");
-                            // Stay inside a while so other threads pile up at the door.
-                            for _ in 0..4 {
-                                thread::yield_now();
-                            }
-                            inside.fetch_sub(1, Ordering::SeqCst);
-                            let outcome = if (t + round) % 2 == 0 {
-                                Outcome::Success
-                            } else {
-                                Outcome::Cancelled
-                            };
-                            let recorded = permit.record(outcome).unwrap();
-                            assert!(!recorded.stale && recorded.transitions.is_empty());
-                            admitted.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(_) => {
-                            rejected.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
+                    let outcome = if (t + round) % 2 == 0 {
+                        Outcome::Success
+                    } else {
+                        Outcome::Cancelled
+                    };
+                    tally.call(&breaker, outcome, K);
                 }
             })
         })
@@ -85,6 +97,12 @@ fn sixty_four_threads_never_exceed_k_outstanding_probes() {
         thread.join().unwrap();
     }
 
+    let Tally {
+        most,
+        admitted,
+        rejected,
+        ..
+    } = &*tally;
     let (admitted, rejected) = (
         admitted.load(Ordering::Relaxed),
         rejected.load(Ordering::Relaxed),

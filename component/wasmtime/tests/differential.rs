@@ -110,9 +110,11 @@ fn core_transitions(ts: &core_api::Transitions) -> Vec<core_api::Transition> {
 fn run(seed: u64, config: &Config, steps: usize) {
     let mut rng = Rng(seed | 1);
     let (runtime, clock): (_, std::sync::Arc<FakeClock>) = common::fake(0);
-    let wasm: Breaker = runtime.breaker(config).unwrap();
-    let mut native = core_api::Breaker::new(*config, 0).unwrap();
-    let mut held: Vec<(Permit, core_api::Permit)> = Vec::new();
+    let mut twins = Twins {
+        wasm: runtime.breaker(config).unwrap(),
+        native: core_api::Breaker::new(*config, 0).unwrap(),
+        held: Vec::new(),
+    };
     let mut now = 0u64;
     for step in 0..steps {
         let context = format!("seed {seed} step {step} now {now}");
@@ -126,88 +128,114 @@ fn run(seed: u64, config: &Config, steps: usize) {
         if std::env::var_os("TRACE").is_some() {
             eprintln!(
                 "{step} now={now} op={op} held={} n={:?} w={:?}",
-                held.len(),
-                native.state(now),
-                wasm.state().unwrap()
+                twins.held.len(),
+                twins.native.state(now),
+                twins.wasm.state().unwrap()
             );
         }
+        let holding = !twins.held.is_empty();
         match op {
-            0..=39 => {
-                let (w, n) = (wasm.acquire().unwrap(), native.acquire(now));
+            0..=39 => twins.acquire(now, &context),
+            40..=74 if holding => twins.record(&mut rng, now, &context),
+            75..=79 if holding => {
+                // Dropping the host permit releases it as cancelled.
+                let (wp, np) = twins.take(&mut rng);
+                drop(wp);
+                let _ = twins.native.record(np, core_api::Outcome::Cancelled, now);
+            }
+            80..=91 => {
+                let state = twins.wasm.state().unwrap();
+                assert_eq!(state, twins.native.state(now), "{context}");
+                let metrics = twins.wasm.metrics().unwrap();
+                assert_eq!(metrics, twins.native.metrics(now), "{context}");
+            }
+            92..=95 => twins.manual(&mut rng, now, &context),
+            _ => twins.recycle(&mut rng, now, &context),
+        }
+    }
+    assert_eq!(twins.wasm.metrics().unwrap(), twins.native.metrics(now));
+}
+
+/// The component's breaker and the native core's, with the permits both hold.
+struct Twins {
+    wasm: Breaker,
+    native: core_api::Breaker,
+    held: Vec<(Permit, core_api::Permit)>,
+}
+
+impl Twins {
+    fn acquire(&mut self, now: u64, context: &str) {
+        let (w, n) = (self.wasm.acquire().unwrap(), self.native.acquire(now));
+        assert_eq!(
+            wasm_transitions(&w.transitions),
+            core_transitions(&n.transitions),
+            "{context}"
+        );
+        match (w.decision, n.decision) {
+            (Ok(wp), Ok(np)) => {
+                assert_eq!(wp.is_probe(), np.is_probe(), "{context}");
+                self.held.push((wp, np));
+            }
+            (Err(wr), Err(nr)) => {
+                assert_eq!(wr, nr, "{context}");
+            }
+            (w, n) => panic!("{context}: component {w:?}, native {n:?}"),
+        }
+    }
+
+    /// One of the held permit pairs, picked at random.
+    fn take(&mut self, rng: &mut Rng) -> (Permit, core_api::Permit) {
+        self.held
+            .swap_remove(rng.below(self.held.len() as u64) as usize)
+    }
+
+    fn record(&mut self, rng: &mut Rng, now: u64, context: &str) {
+        let (wp, np) = self.take(rng);
+        let outcome = random_outcome(rng);
+        let n = self.native.record(np, core_outcome(outcome), now);
+        match wp.record(outcome) {
+            Ok(w) => {
+                // A stale ticket is never slow (its start may be gone).
+                assert_eq!(
+                    (w.class, w.slow, w.stale),
+                    (n.class, n.slow && !n.stale, n.stale),
+                    "{context}"
+                );
                 assert_eq!(
                     wasm_transitions(&w.transitions),
                     core_transitions(&n.transitions),
                     "{context}"
                 );
-                match (w.decision, n.decision) {
-                    (Ok(wp), Ok(np)) => {
-                        assert_eq!(wp.is_probe(), np.is_probe(), "{context}");
-                        held.push((wp, np));
-                    }
-                    (Err(wr), Err(nr)) => {
-                        assert_eq!(wr, nr, "{context}");
-                    }
-                    (w, n) => panic!("{context}: component {w:?}, native {n:?}"),
-                }
             }
-            40..=74 if !held.is_empty() => {
-                let (wp, np) = held.swap_remove(rng.below(held.len() as u64) as usize);
-                let outcome = random_outcome(&mut rng);
-                let n = native.record(np, core_outcome(outcome), now);
-                match wp.record(outcome) {
-                    Ok(w) => {
-                        // A stale ticket is never slow (its start may be gone).
-                        assert_eq!(
-                            (w.class, w.slow, w.stale),
-                            (n.class, n.slow && !n.stale, n.stale),
-                            "{context}"
-                        );
-                        assert_eq!(
-                            wasm_transitions(&w.transitions),
-                            core_transitions(&n.transitions),
-                            "{context}"
-                        );
-                    }
-                    Err(_) => assert!(
-                        matches!(outcome, Outcome::Status(c) if !(100..=599).contains(&c))
-                            || matches!(outcome, Outcome::Grpc(c) if c > 16),
-                        "{context}: {outcome:?} refused"
-                    ),
-                }
-            }
-            75..=79 if !held.is_empty() => {
-                // Dropping the host permit releases it as cancelled.
-                let (wp, np) = held.swap_remove(rng.below(held.len() as u64) as usize);
-                drop(wp);
-                let _ = native.record(np, core_api::Outcome::Cancelled, now);
-            }
-            80..=91 => {
-                let state = wasm.state().unwrap();
-                assert_eq!(state, native.state(now), "{context}");
-                let metrics = wasm.metrics().unwrap();
-                assert_eq!(metrics, native.metrics(now), "{context}");
-            }
-            92..=95 => {
-                let (w, n) = match rng.below(4) {
-                    0 => (wasm.isolate().unwrap(), native.isolate(now)),
-                    1 => (wasm.release().unwrap(), native.release(now)),
-                    2 => (wasm.disable().unwrap(), native.disable(now)),
-                    _ => (wasm.reset().unwrap(), native.reset(now)),
-                };
-                assert_eq!(wasm_transitions(&w), core_transitions(&n), "{context}");
-            }
-            _ => {
-                let mut buffer = [0u8; core_api::MAX_EXPORT_LEN];
-                let len = native.export(now, &mut buffer).unwrap();
-                let bytes = wasm.export_state().unwrap();
-                assert_eq!(bytes, buffer[..len], "{context}");
-                let elapsed = rng.below(5 * SECOND);
-                wasm.import_state(&bytes, elapsed).unwrap();
-                native.import(&bytes, elapsed, now).unwrap();
-            }
+            Err(_) => assert!(
+                matches!(outcome, Outcome::Status(c) if !(100..=599).contains(&c))
+                    || matches!(outcome, Outcome::Grpc(c) if c > 16),
+                "{context}: {outcome:?} refused"
+            ),
         }
     }
-    assert_eq!(wasm.metrics().unwrap(), native.metrics(now));
+
+    fn manual(&mut self, rng: &mut Rng, now: u64, context: &str) {
+        let (wasm, native) = (&self.wasm, &mut self.native);
+        let (w, n) = match rng.below(4) {
+            0 => (wasm.isolate().unwrap(), native.isolate(now)),
+            1 => (wasm.release().unwrap(), native.release(now)),
+            2 => (wasm.disable().unwrap(), native.disable(now)),
+            _ => (wasm.reset().unwrap(), native.reset(now)),
+        };
+        assert_eq!(wasm_transitions(&w), core_transitions(&n), "{context}");
+    }
+
+    /// The same bytes exported by both, imported back into both after the same time.
+    fn recycle(&mut self, rng: &mut Rng, now: u64, context: &str) {
+        let mut buffer = [0u8; core_api::MAX_EXPORT_LEN];
+        let len = self.native.export(now, &mut buffer).unwrap();
+        let bytes = self.wasm.export_state().unwrap();
+        assert_eq!(bytes, buffer[..len], "{context}");
+        let elapsed = rng.below(5 * SECOND);
+        self.wasm.import_state(&bytes, elapsed).unwrap();
+        self.native.import(&bytes, elapsed, now).unwrap();
+    }
 }
 
 #[test]

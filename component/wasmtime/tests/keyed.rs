@@ -7,6 +7,7 @@
 
 mod common;
 
+use tripgate_wasmtime::bindings::Tripgate;
 use tripgate_wasmtime::wit::{
     self, AdmissionNotes, Class, KeyedAdmission, Outcome, OutcomeNotes, RecordError, Rejection,
     Ticketed, Transition,
@@ -36,19 +37,46 @@ fn ticket(admission: KeyedAdmission) -> u64 {
     decided(admission).0.expect("admitted").ticket
 }
 
-#[test]
-fn keyed_results_and_last_transitions_match_the_resource_functions() {
-    let (mut store, tripgate) = common::bare();
-    let hot = tripgate.tripgate_breaker_circuit_breaker();
-    let api = hot.breaker();
-    let config = wit::Config {
+/// A permit says of itself what the ticket of its twin admission says: whether it is a
+/// probe, and its epoch.
+fn assert_twins(
+    tripgate: &Tripgate,
+    store: &mut Store<()>,
+    permit: ResourceAny,
+    admitted: &Ticketed,
+    now: u64,
+) {
+    let permits = tripgate.tripgate_breaker_circuit_breaker().permit();
+    assert_eq!(
+        permits.call_is_probe(&mut *store, permit).unwrap(),
+        admitted.notes.contains(AdmissionNotes::PROBE),
+        "probe at {now}"
+    );
+    assert_eq!(
+        permits.call_epoch(&mut *store, permit).unwrap(),
+        admitted.epoch,
+        "epoch at {now}"
+    );
+}
+
+/// Twin breakers' configuration: two faults trip, short cooldown and probe timeout, K = 2.
+fn twin_config() -> wit::Config {
+    wit::Config {
         failure_threshold: Some(2),
         min_calls: Some(2),
         cooldown: Some(100 * MS),
         probe_timeout: Some(50 * MS),
         half_open_max_probes: Some(2),
         ..wit::Config::default()
-    };
+    }
+}
+
+#[test]
+fn keyed_results_and_last_transitions_match_the_resource_functions() {
+    let (mut store, tripgate) = common::bare();
+    let hot = tripgate.tripgate_breaker_circuit_breaker();
+    let api = hot.breaker();
+    let config = twin_config();
     let listing = api.call_create(&mut store, &config, 0).unwrap().unwrap();
     let keyed = api.call_create(&mut store, &config, 0).unwrap().unwrap();
     let key = api.call_key(&mut store, keyed).unwrap();
@@ -82,17 +110,7 @@ fn keyed_results_and_last_transitions_match_the_resource_functions() {
         reported += a.transitions.len();
         let (permit, ticket) = match (a.decision, b) {
             (Ok(permit), Ok(admitted)) => {
-                let probe = tripgate.tripgate_breaker_circuit_breaker().permit();
-                assert_eq!(
-                    probe.call_is_probe(&mut store, permit).unwrap(),
-                    admitted.notes.contains(AdmissionNotes::PROBE),
-                    "probe at {now}"
-                );
-                assert_eq!(
-                    probe.call_epoch(&mut store, permit).unwrap(),
-                    admitted.epoch,
-                    "epoch at {now}"
-                );
+                assert_twins(&tripgate, &mut store, permit, &admitted, now);
                 (permit, admitted.ticket)
             }
             (Err(ra), Err(rb)) => {
@@ -133,9 +151,20 @@ fn keyed_results_and_last_transitions_match_the_resource_functions() {
     for permit in leaked {
         permit.resource_drop(&mut store).unwrap();
     }
+}
 
-    // A ticket recorded twice, or never issued, is a stale outcome; an invalid status is
-    // an error that leaves the ticket out, to be recorded again.
+/// A ticket recorded twice, or never issued, is a stale outcome; an invalid status is an
+/// error that leaves the ticket out, to be recorded again.
+#[test]
+fn a_keyed_ticket_recorded_twice_or_never_issued_is_stale() {
+    let (mut store, tripgate) = common::bare();
+    let hot = tripgate.tripgate_breaker_circuit_breaker();
+    let api = hot.breaker();
+    let keyed = api
+        .call_create(&mut store, &twin_config(), 0)
+        .unwrap()
+        .unwrap();
+    let key = api.call_key(&mut store, keyed).unwrap();
     let ticket = ticket(hot.call_acquire_keyed(&mut store, key, 4 * S).unwrap());
     assert_eq!(
         hot.call_record_keyed(&mut store, key, ticket, Outcome::Status(700), 4 * S)

@@ -9,11 +9,11 @@ use crate::phase::Phase;
 use crate::probes::Probes;
 use crate::snapshot::{
     age, age_plus, decode, shape, SnapshotError, MAGIC, MAX_IMPORT_EPOCH, VERSION,
-    VERSION_4_REASONS, VERSION_NO_ROUTES,
 };
 use crate::state::State;
 use crate::time::{since, Nanos, HALF_CIRCLE};
 use crate::transition::{Reason, Transition};
+use crate::window::Window;
 
 impl Breaker {
     /// Writes the state as of `now` into `out`; returns the bytes written. A buffer of
@@ -135,12 +135,29 @@ impl Breaker {
         now: Nanos,
     ) -> Result<(), SnapshotError> {
         let now = self.clock.peek(now);
+        let mut r = self.read_header(bytes)?;
+        let ages = Ages { now, elapsed };
+        let mut phase = read_phase(&mut r, ages)?;
+        let probes = read_probes(&mut r, phase.state)?;
+        let stats = read_stats(&mut r, phase.epoch, ages)?;
+        bound_by_config(&mut phase, stats.last, &self.config);
+        let window = self.window.decode(&mut r, now, elapsed)?;
+        if !r.is_empty() {
+            return Err(SnapshotError::TrailingBytes);
+        }
+        self.take_imported(phase, window, probes, stats, now);
+        Ok(())
+    }
+
+    /// A reader past the header of `bytes`, once they are an intact state of this version
+    /// exported by a breaker whose window has this one's shape.
+    fn read_header<'b>(&self, bytes: &'b [u8]) -> Result<Reader<'b>, SnapshotError> {
         let (mut r, intact) = Reader::open(bytes)?;
         if r.take::<3>().map_err(|_| SnapshotError::NotAState)? != MAGIC {
             return Err(SnapshotError::NotAState);
         }
         let version = r.u8()?;
-        if !matches!(version, VERSION | VERSION_NO_ROUTES | VERSION_4_REASONS) {
+        if version != VERSION {
             return Err(SnapshotError::UnsupportedVersion(version));
         }
         if !intact {
@@ -152,77 +169,18 @@ impl Breaker {
         if r.take::<11>()? != expected {
             return Err(SnapshotError::WindowShape);
         }
+        Ok(r)
+    }
 
-        // Instants are rebuilt as `now - (age + elapsed)` on our clock. An age of half the
-        // circle or more would be an instant after the export: no exporter writes one
-        // (see `age`).
-        let at_age = |age: Nanos| {
-            if age >= HALF_CIRCLE {
-                return Err(SnapshotError::Corrupt("age"));
-            }
-            Ok(now.wrapping_sub(age_plus(age, elapsed)))
-        };
-        let state = decode(State::from_code, r.u8()?, "state")?;
-        let epoch = r.u64()?;
-        if epoch > MAX_IMPORT_EPOCH {
-            return Err(SnapshotError::Corrupt("epoch"));
-        }
-        let mut phase = Phase {
-            state,
-            epoch,
-            entered_at: at_age(r.u64()?)?,
-            open_for: r.u64()?,
-            cooldown: r.u64()?,
-            rng: r.u64()?,
-        };
-        if phase.open_for == 0 || phase.cooldown == 0 {
-            return Err(SnapshotError::Corrupt("cooldown"));
-        }
-        let mut probes = Probes::new();
-        probes.successes = r.u32()?;
-        probes.judged = r.u32()?;
-        if probes.successes > probes.judged || (state != State::HalfOpen && probes.judged != 0) {
-            return Err(SnapshotError::Corrupt("probe counts"));
-        }
-        let mut stats = Stats {
-            admitted: r.u64()?,
-            ..Stats::default()
-        };
-        let reasons = if version == VERSION_4_REASONS {
-            4
-        } else {
-            stats.rejected.len()
-        };
-        for counter in stats.rejected.iter_mut().take(reasons) {
-            *counter = r.u64()?;
-        }
-        stats.successes = r.u64()?;
-        stats.faults = r.u64()?;
-        stats.stale = r.u64()?;
-        stats.transitions = r.u64()?;
-        if version == VERSION {
-            r.u64s(&mut stats.routes)?;
-        }
-        stats.last = match r.u8()? {
-            0 => None,
-            1 => Some(Transition {
-                from: decode(State::from_code, r.u8()?, "last transition")?,
-                to: decode(State::from_code, r.u8()?, "last transition")?,
-                reason: decode(Reason::from_code, r.u8()?, "last transition")?,
-                at: at_age(r.u64()?)?,
-                epoch: r.u64()?,
-            }),
-            _ => return Err(SnapshotError::Corrupt("last transition")),
-        };
-        if stats.last.is_some_and(|t| t.epoch > epoch) {
-            return Err(SnapshotError::Corrupt("last transition"));
-        }
-        bound_by_config(&mut phase, stats.last, &self.config);
-        let window = self.window.decode(&mut r, now, elapsed)?;
-        if !r.is_empty() {
-            return Err(SnapshotError::TrailingBytes);
-        }
-
+    /// Takes the imported state, keeping this breaker's configuration and fleet membership.
+    fn take_imported(
+        &mut self,
+        mut phase: Phase,
+        window: Window,
+        probes: Probes,
+        stats: Stats,
+        now: Nanos,
+    ) {
         let mut clock = self.clock;
         clock.observe(now);
         // Whether this breaker may have issued permits: it admitted calls, or it has left
@@ -245,8 +203,85 @@ impl Breaker {
             // reconciles the imported breaker with the store.
             fleet: self.fleet.clone(),
         };
-        Ok(())
     }
+}
+
+/// Instants are rebuilt as `now - (age + elapsed)` on the importer's clock.
+#[derive(Clone, Copy)]
+struct Ages {
+    now: Nanos,
+    elapsed: Nanos,
+}
+
+impl Ages {
+    /// The instant an age read from the bytes stands for. An age of half the circle or more
+    /// would be an instant after the export: no exporter writes one (see `age`).
+    fn at(self, age: Nanos) -> Result<Nanos, SnapshotError> {
+        if age >= HALF_CIRCLE {
+            return Err(SnapshotError::Corrupt("age"));
+        }
+        Ok(self.now.wrapping_sub(age_plus(age, self.elapsed)))
+    }
+}
+
+fn read_phase(r: &mut Reader<'_>, ages: Ages) -> Result<Phase, SnapshotError> {
+    let state = decode(State::from_code, r.u8()?, "state")?;
+    let epoch = r.u64()?;
+    if epoch > MAX_IMPORT_EPOCH {
+        return Err(SnapshotError::Corrupt("epoch"));
+    }
+    let phase = Phase {
+        state,
+        epoch,
+        entered_at: ages.at(r.u64()?)?,
+        open_for: r.u64()?,
+        cooldown: r.u64()?,
+        rng: r.u64()?,
+    };
+    if phase.open_for == 0 || phase.cooldown == 0 {
+        return Err(SnapshotError::Corrupt("cooldown"));
+    }
+    Ok(phase)
+}
+
+fn read_probes(r: &mut Reader<'_>, state: State) -> Result<Probes, SnapshotError> {
+    let mut probes = Probes::new();
+    probes.successes = r.u32()?;
+    probes.judged = r.u32()?;
+    if probes.successes > probes.judged || (state != State::HalfOpen && probes.judged != 0) {
+        return Err(SnapshotError::Corrupt("probe counts"));
+    }
+    Ok(probes)
+}
+
+/// The lifetime counters and the last transition, whose epoch is no later than the
+/// phase's `epoch`.
+fn read_stats(r: &mut Reader<'_>, epoch: u64, ages: Ages) -> Result<Stats, SnapshotError> {
+    let mut stats = Stats {
+        admitted: r.u64()?,
+        ..Stats::default()
+    };
+    r.u64s(&mut stats.rejected)?;
+    stats.successes = r.u64()?;
+    stats.faults = r.u64()?;
+    stats.stale = r.u64()?;
+    stats.transitions = r.u64()?;
+    r.u64s(&mut stats.routes)?;
+    stats.last = match r.u8()? {
+        0 => None,
+        1 => Some(Transition {
+            from: decode(State::from_code, r.u8()?, "last transition")?,
+            to: decode(State::from_code, r.u8()?, "last transition")?,
+            reason: decode(Reason::from_code, r.u8()?, "last transition")?,
+            at: ages.at(r.u64()?)?,
+            epoch: r.u64()?,
+        }),
+        _ => return Err(SnapshotError::Corrupt("last transition")),
+    };
+    if stats.last.is_some_and(|t| t.epoch > epoch) {
+        return Err(SnapshotError::Corrupt("last transition"));
+    }
+    Ok(stats)
 }
 
 /// SPEC.md § Export and import: an imported state is bounded by the importing breaker's

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use tripgate_redis::{Options, Store};
+use tripgate_redis::{Fleet, Options, Store};
 use tripgate_wasmtime::{Breaker, Config, Outcome, Runtime, MILLISECOND};
 
 use super::unix_us;
@@ -78,95 +78,35 @@ struct Counts {
     local: AtomicU64,
 }
 
+/// The member's stdout, shared by the threads that write lines to the demo.
+#[derive(Clone)]
+struct Lines(Arc<Mutex<std::io::Stdout>>);
+
+impl Lines {
+    fn say(&self, line: &str) {
+        let mut out = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+}
+
 pub fn run(args: &[String]) -> Result<()> {
     let a = parse(args)?;
-    let out = Arc::new(Mutex::new(std::io::stdout()));
-    let say = {
-        let out = Arc::clone(&out);
-        move |line: String| {
-            let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
-        }
-    };
-    let config = Config {
-        failure_threshold: a.threshold,
-        min_calls: a.threshold,
-        cooldown: a.cooldown_ms * MILLISECOND,
-        half_open_max_probes: a.probes,
-        half_open_required_successes: a.successes,
-        probe_timeout: 2_000 * MILLISECOND,
-        fleet_quorum: a.redis.as_ref().map(|_| a.quorum),
-        ..Config::default()
-    };
-    let breaker = Runtime::new()?.breaker(&config)?;
-    let tell = say.clone();
-    breaker.on_transition(move |t| {
-        tell(format!(
-            "transition {} {} {} {}",
-            unix_us(),
-            t.from.name(),
-            t.to.name(),
-            t.reason.name()
-        ))
-    });
-
+    let lines = Lines(Arc::new(Mutex::new(std::io::stdout())));
+    let breaker = breaker(&a, &lines)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let degraded = Arc::new(AtomicBool::new(false));
     let fleet = match &a.redis {
-        Some(url) => {
-            // Several URLs: a Redis Cluster's nodes.
-            let options = if url.contains(',') {
-                Options::cluster(url.split(','))
-            } else {
-                Options::new(url.as_str())
-            }
-            .key(a.key.as_bytes());
-            let fleet = runtime.block_on(async {
-                Store::connect(options)?.join(a.name.as_str(), breaker.clone())
-            })?;
-            Some(fleet)
-        }
+        Some(url) => Some(join(&runtime, url, &a, &breaker)?),
         None => None,
     };
+    let degraded = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
-    // The fleet's task runs on this runtime, on a thread of its own; it also reports the
-    // link's ups and downs.
     let watcher = {
-        let (stop, degraded, say) = (Arc::clone(&stop), Arc::clone(&degraded), say.clone());
-        std::thread::spawn(move || {
-            runtime.block_on(async move {
-                let mut up = false;
-                let mut ready = fleet.is_none();
-                if ready {
-                    say("ready".into());
-                }
-                while !stop.load(Ordering::Relaxed) {
-                    if let Some(fleet) = &fleet {
-                        let now_up = fleet.status().connected;
-                        if now_up != up {
-                            up = now_up;
-                            degraded.store(!up, Ordering::Relaxed);
-                            say(format!(
-                                "link {} {}",
-                                unix_us(),
-                                if up { "up" } else { "down" }
-                            ));
-                            if up && !ready {
-                                ready = true;
-                                say("ready".into());
-                            }
-                        }
-                    }
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                }
-                drop(fleet);
-            })
-        })
+        let (stop, degraded, lines) = (Arc::clone(&stop), Arc::clone(&degraded), lines.clone());
+        std::thread::spawn(move || runtime.block_on(watch_link(fleet, &stop, &degraded, &lines)))
     };
-
     let counts = Arc::new(Counts::default());
     let callers: Vec<_> = (0..a.callers.max(1))
         .map(|_| {
@@ -195,7 +135,7 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     let _ = watcher.join();
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-    say(format!(
+    lines.say(&format!(
         "stats {} {} {} {} {}",
         get(&counts.calls),
         get(&counts.rejected),
@@ -204,6 +144,79 @@ pub fn run(args: &[String]) -> Result<()> {
         get(&counts.local)
     ));
     Ok(())
+}
+
+/// The member's breaker, its transitions told to the demo.
+fn breaker(a: &Args, lines: &Lines) -> Result<Breaker> {
+    let config = Config {
+        failure_threshold: a.threshold,
+        min_calls: a.threshold,
+        cooldown: a.cooldown_ms * MILLISECOND,
+        half_open_max_probes: a.probes,
+        half_open_required_successes: a.successes,
+        probe_timeout: 2_000 * MILLISECOND,
+        fleet_quorum: a.redis.as_ref().map(|_| a.quorum),
+        ..Config::default()
+    };
+    let breaker = Runtime::new()?.breaker(&config)?;
+    let lines = lines.clone();
+    breaker.on_transition(move |t| {
+        lines.say(&format!(
+            "transition {} {} {} {}",
+            unix_us(),
+            t.from.name(),
+            t.to.name(),
+            t.reason.name()
+        ))
+    });
+    Ok(breaker)
+}
+
+/// Joins the fleet on the store at `url` (several URLs: a Redis Cluster's nodes).
+fn join(
+    runtime: &tokio::runtime::Runtime,
+    url: &str,
+    a: &Args,
+    breaker: &Breaker,
+) -> Result<Fleet> {
+    let options = if url.contains(',') {
+        Options::cluster(url.split(','))
+    } else {
+        Options::new(url)
+    }
+    .key(a.key.as_bytes());
+    Ok(runtime
+        .block_on(async { Store::connect(options)?.join(a.name.as_str(), breaker.clone()) })?)
+}
+
+/// Runs the fleet's task on this thread's runtime until `stop`, reporting the link's ups
+/// and downs (and `ready` once the member can take part: at once without a fleet).
+async fn watch_link(fleet: Option<Fleet>, stop: &AtomicBool, degraded: &AtomicBool, lines: &Lines) {
+    let mut up = false;
+    let mut ready = fleet.is_none();
+    if ready {
+        lines.say("ready");
+    }
+    while !stop.load(Ordering::Relaxed) {
+        if let Some(fleet) = &fleet {
+            let now_up = fleet.status().connected;
+            if now_up != up {
+                up = now_up;
+                degraded.store(!up, Ordering::Relaxed);
+                lines.say(&format!(
+                    "link {} {}",
+                    unix_us(),
+                    if up { "up" } else { "down" }
+                ));
+                if up && !ready {
+                    ready = true;
+                    lines.say("ready");
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    drop(fleet);
 }
 
 fn call_once(

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{bail, Context, Result};
 use tripgate_redis::server::{RedisCluster, RedisServer};
 
-use spawn::{node_member, spawn, Plan};
+use spawn::{node_member, spawn, Plan, Spawned};
 use upstream::{Phase, Upstream};
 
 /// Microseconds since the Unix epoch: one clock every process on this host shares, so
@@ -148,11 +148,29 @@ pub struct RunLog {
     pub store_commands: Option<(u64, f64)>,
 }
 
-fn progress(title: &str, start: Instant, what: &str) {
-    eprintln!(
-        "  [{title} {:>5.2} s] {what}",
-        start.elapsed().as_secs_f64()
-    );
+/// A run under way: its title and the instant its script started, for the marks and
+/// the progress lines.
+struct Stage<'a> {
+    title: &'a str,
+    start: Instant,
+}
+
+impl Stage<'_> {
+    fn say(&self, what: &str) {
+        eprintln!(
+            "  [{} {:>5.2} s] {what}",
+            self.title,
+            self.start.elapsed().as_secs_f64()
+        );
+    }
+
+    /// Waits for the script's mark `ms`.
+    fn at(&self, ms: u64) {
+        let due = Duration::from_millis(ms);
+        if let Some(wait) = due.checked_sub(self.start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
 }
 
 /// Runs the script once: members up, upstream phases at the marks, Redis killed and
@@ -172,27 +190,14 @@ fn run_once(
     let mut members = (0..MEMBERS)
         .map(|i| spawn(plan, i, &upstream.addr, &name, marks.end))
         .collect::<Result<Vec<_>>>()?;
-    let waiting = Instant::now();
-    while !members
-        .iter()
-        .all(|m| *m.ready.lock().unwrap_or_else(|p| p.into_inner()))
-    {
-        for m in &mut members {
-            if let Ok(Some(status)) = m.child.try_wait() {
-                bail!("a member exited before it was ready ({status})");
-            }
-        }
-        if waiting.elapsed() > Duration::from_secs(20) {
-            bail!("members did not report ready within 20 s");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let start = Instant::now();
+    wait_ready(&mut members)?;
+    let stage = Stage {
+        title,
+        start: Instant::now(),
+    };
     let start_us = unix_us();
-    let sent = |redis: &Redis| plan.redis.and_then(|_| redis.commands_sent());
-    let sent_at_start = sent(redis);
     let mut store_commands = None;
-    progress(title, start, &format!("{MEMBERS} members ready"));
+    stage.say(&format!("{MEMBERS} members ready"));
     if let Some(i) = broken {
         let label = members[i]
             .log
@@ -201,54 +206,13 @@ fn run_once(
             .label
             .clone();
         upstream.break_path(Some(label.clone()));
-        progress(
-            title,
-            start,
-            &format!("member {label}'s path is broken (only its calls fail)"),
-        );
+        stage.say(&format!(
+            "member {label}'s path is broken (only its calls fail)"
+        ));
+    } else {
+        store_commands = play(&stage, plan, redis, &upstream, &name, marks)?;
     }
-    let at = |ms: u64| {
-        let due = Duration::from_millis(ms);
-        if let Some(wait) = due.checked_sub(start.elapsed()) {
-            std::thread::sleep(wait);
-        }
-    };
-    if broken.is_none() {
-        at(marks.fail);
-        upstream.set(Phase::Failing);
-        progress(title, start, "upstream fails (503)");
-        at(marks.cold);
-        upstream.set(Phase::Cold);
-        progress(title, start, "upstream back, cold (150 ms a call)");
-        at(marks.healthy);
-        upstream.set(Phase::Healthy);
-        progress(title, start, "upstream healthy");
-        at(marks.kill);
-        if let (Some(first), Some(last)) = (sent_at_start, sent(redis)) {
-            store_commands = Some((last.saturating_sub(first), start.elapsed().as_secs_f64()));
-        }
-        let mut killed = None;
-        if plan.redis.is_some() {
-            killed = Some(redis.kill(&name)?);
-            progress(title, start, &format!("{} killed", redis.describe()));
-        }
-        at(marks.fail_again);
-        upstream.set(Phase::Failing);
-        progress(title, start, "upstream fails again");
-        at(marks.restart);
-        if let Some(which) = killed {
-            redis.restart(which)?;
-            progress(
-                title,
-                start,
-                &format!("{} restarted (empty)", redis.describe()),
-            );
-        }
-        at(marks.healthy_again);
-        upstream.set(Phase::Healthy);
-        progress(title, start, "upstream healthy");
-    }
-    at(marks.end);
+    stage.at(marks.end);
     for m in &mut members {
         m.stdin.take();
     }
@@ -257,7 +221,7 @@ fn run_once(
     }
     // The readers finish with the processes' stdout.
     std::thread::sleep(Duration::from_millis(50));
-    progress(title, start, "members stopped");
+    stage.say("members stopped");
     let (seen, probes) = upstream.take();
     Ok(RunLog {
         title: title.to_string(),
@@ -273,6 +237,75 @@ fn run_once(
     })
 }
 
+/// Waits until every member has said it is ready.
+fn wait_ready(members: &mut [Spawned]) -> Result<()> {
+    let waiting = Instant::now();
+    while !members
+        .iter()
+        .all(|m| *m.ready.lock().unwrap_or_else(|p| p.into_inner()))
+    {
+        for m in members.iter_mut() {
+            if let Ok(Some(status)) = m.child.try_wait() {
+                bail!("a member exited before it was ready ({status})");
+            }
+        }
+        if waiting.elapsed() > Duration::from_secs(20) {
+            bail!("members did not report ready within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(())
+}
+
+/// The script up to its end mark: the upstream's phases, and the store killed and
+/// restarted empty when the fleet has one. Returns the commands the members sent the
+/// store from the start to the kill, and over how many seconds.
+fn play(
+    stage: &Stage<'_>,
+    plan: &Plan,
+    redis: &mut Redis,
+    upstream: &Upstream,
+    name: &str,
+    marks: Marks,
+) -> Result<Option<(u64, f64)>> {
+    let sent = |redis: &Redis| plan.redis.and_then(|_| redis.commands_sent());
+    let sent_at_start = sent(redis);
+    let mut store_commands = None;
+    stage.at(marks.fail);
+    upstream.set(Phase::Failing);
+    stage.say("upstream fails (503)");
+    stage.at(marks.cold);
+    upstream.set(Phase::Cold);
+    stage.say("upstream back, cold (150 ms a call)");
+    stage.at(marks.healthy);
+    upstream.set(Phase::Healthy);
+    stage.say("upstream healthy");
+    stage.at(marks.kill);
+    if let (Some(first), Some(last)) = (sent_at_start, sent(redis)) {
+        store_commands = Some((
+            last.saturating_sub(first),
+            stage.start.elapsed().as_secs_f64(),
+        ));
+    }
+    let mut killed = None;
+    if plan.redis.is_some() {
+        killed = Some(redis.kill(name)?);
+        stage.say(&format!("{} killed", redis.describe()));
+    }
+    stage.at(marks.fail_again);
+    upstream.set(Phase::Failing);
+    stage.say("upstream fails again");
+    stage.at(marks.restart);
+    if let Some(which) = killed {
+        redis.restart(which)?;
+        stage.say(&format!("{} restarted (empty)", redis.describe()));
+    }
+    stage.at(marks.healthy_again);
+    upstream.set(Phase::Healthy);
+    stage.say("upstream healthy");
+    Ok(store_commands)
+}
+
 const USAGE: &str = "usage: host-demo fleet [--cluster] [--out FILE.svg]
 
   --cluster   the members meet on a Redis Cluster of three masters (the master serving
@@ -280,8 +313,8 @@ const USAGE: &str = "usage: host-demo fleet [--cluster] [--out FILE.svg]
   --out FILE  where the timeline goes (default target/fleet-demo.svg)
 ";
 
-pub fn run(args: &[String]) -> Result<()> {
-    let started = Instant::now();
+/// `--cluster` and `--out`; None for `--help`.
+fn parse(args: &[String]) -> Result<Option<(bool, PathBuf)>> {
     let mut out = PathBuf::from("target/fleet-demo.svg");
     let mut cluster = false;
     let mut rest = args.iter();
@@ -292,13 +325,19 @@ pub fn run(args: &[String]) -> Result<()> {
                 Some(path) => out = PathBuf::from(path),
                 None => bail!("--out needs a file name\n\n{USAGE}"),
             },
-            "--help" | "-h" => {
-                print!("{USAGE}");
-                return Ok(());
-            }
+            "--help" | "-h" => return Ok(None),
             other => bail!("unknown argument {other:?}\n\n{USAGE}"),
         }
     }
+    Ok(Some((cluster, out)))
+}
+
+pub fn run(args: &[String]) -> Result<()> {
+    let started = Instant::now();
+    let Some((cluster, out)) = parse(args)? else {
+        print!("{USAGE}");
+        return Ok(());
+    };
     let mut redis = if cluster {
         RedisCluster::start(3)
             .map(Redis::Cluster)

@@ -58,8 +58,55 @@ fn figures(run: &RunLog) -> Figures {
         abs_us(run, run.marks.fail_again),
         abs_us(run, run.marks.restart),
     );
+    let all: Vec<&Transition> = run
+        .members
+        .iter()
+        .flat_map(|m| m.transitions.iter())
+        .collect();
+    // Open propagation: from the first member's own trip to each fleet-open; close
+    // propagation: from the first round that graduated to each fleet-close.
+    let open_delays = delays(
+        &all,
+        (fail, cold),
+        |t| t.2 == "open" && t.3 != "fleet-open",
+        "fleet-open",
+    );
+    let close_delays = delays(
+        &all,
+        (cold, kill),
+        |t| t.3 == "probes-succeeded",
+        "fleet-close",
+    );
+    let stats: Vec<[u64; 5]> = run.members.iter().filter_map(|m| m.stats).collect();
+    let mut resync: Vec<f64> = run
+        .members
+        .iter()
+        .filter_map(|m| m.links.iter().find(|(t, up)| *up && *t >= restart))
+        .map(|(t, _)| (t - restart) as f64 / 1000.0)
+        .collect();
+    resync.sort_by(f64::total_cmp);
+    Figures {
+        failing_before_all_open: failing_before_all_open(run, fail),
+        peak_probes: peak_probes(run, cold, kill),
+        open_delays,
+        close_delays,
+        calls: stats.iter().map(|s| s[0]).sum(),
+        waited: stats.iter().map(|s| s[2]).sum(),
+        slowest_us: stats.iter().map(|s| s[3]).max().unwrap_or(0),
+        local_members: local_members(run, fail_again, restart),
+        resync,
+        noticed: noticed(run, kill),
+    }
+}
+
+/// A member's transition: (unix µs, from, to, reason).
+type Transition = (u64, String, String, String);
+
+/// The 503s the upstream answered from `fail` until every member was open; None if one
+/// never opened.
+fn failing_before_all_open(run: &RunLog, fail: u64) -> Option<usize> {
     let opens: Vec<Option<u64>> = run.members.iter().map(|m| opened_at(m, fail)).collect();
-    let failing_before_all_open = opens
+    opens
         .iter()
         .copied()
         .collect::<Option<Vec<u64>>>()
@@ -69,7 +116,11 @@ fn figures(run: &RunLog) -> Figures {
                 .iter()
                 .filter(|s| s.status == 503 && s.at_us >= fail && s.at_us <= all_open)
                 .count()
-        });
+        })
+}
+
+/// The most probes at the upstream at once from `cold` until the first member closed.
+fn peak_probes(run: &RunLog, cold: u64, kill: u64) -> i64 {
     // Until the first member closes, every call at the upstream is a probe.
     let first_close = run
         .members
@@ -82,46 +133,41 @@ fn figures(run: &RunLog) -> Figures {
         .map(|t| t.0)
         .min()
         .unwrap_or(kill);
-    let peak_probes = run
-        .probes
+    run.probes
         .iter()
         .filter(|(t, _)| *t >= cold && *t < first_close)
         .map(|(_, n)| *n)
         .max()
-        .unwrap_or(0);
-    let in_window = |t: &&(u64, String, String, String), a: u64, b: u64| t.0 >= a && t.0 < b;
-    let all: Vec<&(u64, String, String, String)> = run
-        .members
+        .unwrap_or(0)
+}
+
+/// Within `window`, ms from the first transition `origin` picks to each transition for
+/// `reason`, sorted.
+fn delays(
+    all: &[&Transition],
+    (from, to): (u64, u64),
+    origin: impl Fn(&Transition) -> bool,
+    reason: &str,
+) -> Vec<f64> {
+    let within = |t: &Transition| t.0 >= from && t.0 < to;
+    let first = all
         .iter()
-        .flat_map(|m| m.transitions.iter())
-        .collect();
-    let first_trip = all
-        .iter()
-        .filter(|t| in_window(t, fail, cold) && t.2 == "open" && t.3 != "fleet-open")
+        .filter(|t| within(t) && origin(t))
         .map(|t| t.0)
         .min();
-    let mut open_delays: Vec<f64> = first_trip.map_or_else(Vec::new, |origin| {
+    let mut delays: Vec<f64> = first.map_or_else(Vec::new, |first| {
         all.iter()
-            .filter(|t| in_window(t, fail, cold) && t.3 == "fleet-open")
-            .map(|t| (t.0.saturating_sub(origin)) as f64 / 1000.0)
+            .filter(|t| within(t) && t.3 == reason)
+            .map(|t| (t.0.saturating_sub(first)) as f64 / 1000.0)
             .collect()
     });
-    let graduated = all
-        .iter()
-        .filter(|t| in_window(t, cold, kill) && t.3 == "probes-succeeded")
-        .map(|t| t.0)
-        .min();
-    let mut close_delays: Vec<f64> = graduated.map_or_else(Vec::new, |origin| {
-        all.iter()
-            .filter(|t| in_window(t, cold, kill) && t.3 == "fleet-close")
-            .map(|t| (t.0.saturating_sub(origin)) as f64 / 1000.0)
-            .collect()
-    });
-    open_delays.sort_by(f64::total_cmp);
-    close_delays.sort_by(f64::total_cmp);
-    let stats: Vec<[u64; 5]> = run.members.iter().filter_map(|m| m.stats).collect();
-    let local_members = run
-        .members
+    delays.sort_by(f64::total_cmp);
+    delays
+}
+
+/// Members that kept deciding locally while the store was down: each tripped on its own.
+fn local_members(run: &RunLog, fail_again: u64, restart: u64) -> usize {
+    run.members
         .iter()
         .filter(|m| {
             let tripped_alone = m.transitions.iter().any(|t| {
@@ -130,14 +176,11 @@ fn figures(run: &RunLog) -> Figures {
             // (The Node member does not count its local decisions; its trip shows them.)
             tripped_alone && (m.node || m.stats.is_some_and(|s| s[4] > 0))
         })
-        .count();
-    let mut resync: Vec<f64> = run
-        .members
-        .iter()
-        .filter_map(|m| m.links.iter().find(|(t, up)| *up && *t >= restart))
-        .map(|(t, _)| (t - restart) as f64 / 1000.0)
-        .collect();
-    resync.sort_by(f64::total_cmp);
+        .count()
+}
+
+/// ms from the kill to each Rust and each Node member's link going down, sorted.
+fn noticed(run: &RunLog, kill: u64) -> [Vec<f64>; 2] {
     let mut noticed = [Vec::new(), Vec::new()];
     for m in &run.members {
         if let Some((t, _)) = m.links.iter().find(|(t, up)| !*up && *t >= kill) {
@@ -147,18 +190,7 @@ fn figures(run: &RunLog) -> Figures {
     for kind in &mut noticed {
         kind.sort_by(f64::total_cmp);
     }
-    Figures {
-        failing_before_all_open,
-        peak_probes,
-        open_delays,
-        close_delays,
-        calls: stats.iter().map(|s| s[0]).sum(),
-        waited: stats.iter().map(|s| s[2]).sum(),
-        slowest_us: stats.iter().map(|s| s[3]).max().unwrap_or(0),
-        local_members,
-        resync,
-        noticed,
-    }
+    noticed
 }
 
 fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
@@ -205,6 +237,21 @@ impl Table {
             n - self.nodes,
             self.nodes
         );
+        self.propagation(&mut s);
+        self.outage(&mut s);
+        let _ = writeln!(
+            s,
+            "\nQ = 2, one member's path broken (only its calls fail): the broken member {}, other members opened: {} of {}",
+            if self.quorum_broken_opened { "opened locally" } else { "did not open" },
+            self.quorum_others_opened,
+            n - 1
+        );
+        s
+    }
+
+    /// Fleet mode off beside on: failing calls, probes, propagation, the store's load.
+    fn propagation(&self, s: &mut String) {
+        let n = MEMBERS;
         let _ = writeln!(
             s,
             "{:<58} {:>22} {:>22}",
@@ -218,13 +265,13 @@ impl Table {
                 .map_or("not all opened".into(), |n| n.to_string())
         };
         row(
-            &mut s,
+            s,
             "failing calls at the upstream before every member was open",
             failing(&self.off),
             failing(&self.on),
         );
         row(
-            &mut s,
+            s,
             &format!(
                 "peak concurrent probes at the upstream (≤ {} / ≤ {PROBES})",
                 n * usize::from(PROBES)
@@ -233,19 +280,19 @@ impl Table {
             self.on.peak_probes.to_string(),
         );
         row(
-            &mut s,
+            s,
             "open propagation p50 / p99",
             "—".into(),
             p50_p99(&self.on.open_delays),
         );
         row(
-            &mut s,
+            s,
             "close propagation p50 / p99",
             "—".into(),
             p50_p99(&self.on.close_delays),
         );
         row(
-            &mut s,
+            s,
             &format!("store commands/s, all {n} members (to the kill)"),
             "—".into(),
             self.store_commands
@@ -256,6 +303,12 @@ impl Table {
                     )
                 }),
         );
+    }
+
+    /// The store killed mid-run: who waited, who decided alone, how fast it was noticed
+    /// and resynced.
+    fn outage(&self, s: &mut String) {
+        let n = MEMBERS;
         let _ = writeln!(
             s,
             "\n{} killed mid-run (fleet on), restarted empty 1.4 s later:",
@@ -285,14 +338,6 @@ impl Table {
             quantile(&self.on.resync, 0.5).map_or("—".into(), |v| format!("{v:.0} ms")),
             quantile(&self.on.resync, 1.0).map_or("—".into(), |v| format!("{v:.0} ms")),
         );
-        let _ = writeln!(
-            s,
-            "\nQ = 2, one member's path broken (only its calls fail): the broken member {}, other members opened: {} of {}",
-            if self.quorum_broken_opened { "opened locally" } else { "did not open" },
-            self.quorum_others_opened,
-            n - 1
-        );
-        s
     }
 
     /// FLEET.md's bounds the run broke, if any.

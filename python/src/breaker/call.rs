@@ -122,6 +122,7 @@ impl Breaker {
     /// Starts a guarded await: the permit is taken now and `fn` called; the coroutine
     /// returned (of `_run`, `_run_fallback`, or `_run_timed` with a budget: see
     /// [`Coroutines`]) awaits its awaitable and records the outcome.
+    // long: to be split with the rework of python/ under issue 39
     pub(super) fn start_async<'py>(
         slf: &Bound<'py, Self>,
         f: &Bound<'py, PyAny>,
@@ -311,6 +312,7 @@ impl Built {
     }
 
     /// The guarded call: acquire, run, classify, record, fall back.
+    // long: to be split with the rework of python/ under issue 39
     #[allow(clippy::too_many_arguments)]
     pub(super) fn guarded<'py>(
         &self,

@@ -124,9 +124,12 @@ async fn scale(redis: &RedisServer, url: &str, n: usize, on: bool, window: Durat
     }
 }
 
+/// A member of a measured fleet: its breaker and its fleet handle.
+type Member = (Arc<Breaker>, tripgate_redis::Fleet);
+
 async fn recovery(redis: &RedisServer, url: &str, round: u32) {
     let name = format!("recovery-{round}");
-    let members: Vec<(Arc<Breaker>, tripgate_redis::Fleet)> = (0..10)
+    let members: Vec<Member> = (0..10)
         .map(|i| {
             let breaker = Arc::new(Breaker::new(config(Some(1))).unwrap());
             let store =
@@ -138,24 +141,83 @@ async fn recovery(redis: &RedisServer, url: &str, round: u32) {
     while !members.iter().all(|(_, f)| f.status().connected) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let healthy = Arc::new(AtomicBool::new(false));
-    let rejected = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut callers = Vec::new();
-    for (i, (breaker, _)) in members.iter().enumerate() {
-        let (breaker, healthy, stop, rejected) = (
-            Arc::clone(breaker),
-            Arc::clone(&healthy),
-            Arc::clone(&stop),
-            Arc::clone(&rejected),
-        );
-        // Member 0 is busy; the rest call every two seconds, out of step.
+    let callers = Callers::default();
+    let tasks: Vec<_> = members
+        .iter()
+        .enumerate()
+        .map(|(i, (breaker, _))| callers.spawn(i, Arc::clone(breaker)))
+        .collect();
+    // The busy member trips the fleet; once everyone is open the upstream is healthy.
+    let opening = Instant::now();
+    while !members.iter().all(|(b, _)| b.state() == State::Open) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        if opening.elapsed() > Duration::from_secs(30) {
+            let states: Vec<_> = members
+                .iter()
+                .map(|(b, f)| (b.state(), f.status()))
+                .collect();
+            panic!("round {round}: the fleet did not open: {states:?}");
+        }
+    }
+    callers.healthy.store(true, Ordering::Relaxed);
+    // From the first member's cooldown end: any member's probe may close the fleet.
+    let remaining = members
+        .iter()
+        .map(|(b, _)| b.metrics().cooldown_remaining)
+        .min()
+        .unwrap_or(0);
+    tokio::time::sleep(Duration::from_nanos(remaining)).await;
+    let cooldown_end = Instant::now();
+    let (commands, rejected_before) = (
+        redis.commands_sent().unwrap(),
+        callers.rejected.load(Ordering::Relaxed),
+    );
+    while !members.iter().all(|(b, _)| b.state() == State::Closed) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        if cooldown_end.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+    }
+    let took = cooldown_end.elapsed();
+    let closed = members
+        .iter()
+        .filter(|(b, _)| b.state() == State::Closed)
+        .count();
+    let commands = redis.commands_sent().unwrap() - commands;
+    callers.stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        let _ = task.await;
+    }
+    println!(
+        "| {round} | {:.0} ms | {closed}/10 | {commands} | {} |",
+        took.as_secs_f64() * 1e3,
+        callers.rejected.load(Ordering::Relaxed) - rejected_before
+    );
+}
+
+/// The recovery fleet's callers: whether the upstream is healthy yet, when to stop, and
+/// the busy member's rejections.
+#[derive(Clone, Default)]
+struct Callers {
+    healthy: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    rejected: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Callers {
+    /// Member `i`'s caller. Member 0 is busy; the rest call every two seconds, out of step.
+    fn spawn(&self, i: usize, breaker: Arc<Breaker>) -> tokio::task::JoinHandle<()> {
+        let Callers {
+            healthy,
+            stop,
+            rejected,
+        } = self.clone();
         let every = if i == 0 {
             Duration::from_millis(1)
         } else {
             Duration::from_millis(2_000 + 97 * i as u64)
         };
-        callers.push(tokio::spawn(async move {
+        tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 match breaker.acquire() {
                     Ok(permit) => {
@@ -173,54 +235,8 @@ async fn recovery(redis: &RedisServer, url: &str, round: u32) {
                 }
                 tokio::time::sleep(every).await;
             }
-        }));
+        })
     }
-    // The busy member trips the fleet; once everyone is open the upstream is healthy.
-    let opening = Instant::now();
-    while !members.iter().all(|(b, _)| b.state() == State::Open) {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        if opening.elapsed() > Duration::from_secs(30) {
-            let states: Vec<_> = members
-                .iter()
-                .map(|(b, f)| (b.state(), f.status()))
-                .collect();
-            panic!("round {round}: the fleet did not open: {states:?}");
-        }
-    }
-    healthy.store(true, Ordering::Relaxed);
-    // From the first member's cooldown end: any member's probe may close the fleet.
-    let remaining = members
-        .iter()
-        .map(|(b, _)| b.metrics().cooldown_remaining)
-        .min()
-        .unwrap_or(0);
-    tokio::time::sleep(Duration::from_nanos(remaining)).await;
-    let cooldown_end = Instant::now();
-    let (commands, rejected_before) = (
-        redis.commands_sent().unwrap(),
-        rejected.load(Ordering::Relaxed),
-    );
-    while !members.iter().all(|(b, _)| b.state() == State::Closed) {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        if cooldown_end.elapsed() > Duration::from_secs(60) {
-            break;
-        }
-    }
-    let took = cooldown_end.elapsed();
-    let closed = members
-        .iter()
-        .filter(|(b, _)| b.state() == State::Closed)
-        .count();
-    let commands = redis.commands_sent().unwrap() - commands;
-    stop.store(true, Ordering::Relaxed);
-    for caller in callers {
-        let _ = caller.await;
-    }
-    println!(
-        "| {round} | {:.0} ms | {closed}/10 | {commands} | {} |",
-        took.as_secs_f64() * 1e3,
-        rejected.load(Ordering::Relaxed) - rejected_before
-    );
 }
 
 /// CPU time (user + system) of a process in seconds: this one, or `pid`.
@@ -259,7 +275,7 @@ async fn until(what: &str, cond: impl Fn() -> bool) -> f64 {
 async fn cluster(round: u32) {
     let mut cluster = RedisCluster::start(3).expect("a cluster");
     let name = format!("cluster-{round}");
-    let members: Vec<(Arc<Breaker>, tripgate_redis::Fleet)> = (0..3)
+    let members: Vec<Member> = (0..3)
         .map(|i| {
             // A cooldown longer than the outage below, so that the trip made during it
             // still describes its member when the store is back.
@@ -282,19 +298,49 @@ async fn cluster(round: u32) {
         members.iter().all(|(_, f)| f.status().connected)
     })
     .await;
-    let fail = |b: &Breaker| {
-        for _ in 0..5 {
-            if let Ok(permit) = b.acquire() {
-                permit.record(Outcome::Failure);
-            }
-        }
-    };
     fail(&members[0].0);
     let opened = until("opened", || {
         members.iter().all(|(b, _)| b.state() == State::Open)
     })
     .await;
-    // The first caller after the cooldown asks for the lease; its second call probes.
+    let closed = close_by_probing(&members).await;
+    let owner = cluster.node_of(&name).unwrap();
+    let killed = Instant::now();
+    cluster.nodes[owner].kill();
+    until("degraded", || {
+        members.iter().all(|(_, f)| f.status().degraded)
+    })
+    .await;
+    let degraded = killed.elapsed().as_secs_f64() * 1e3;
+    fail(&members[1].0);
+    cluster.nodes[owner].restart().unwrap();
+    let restarted = Instant::now();
+    let cluster_ok = serving_every_slot(cluster.urls(), restarted);
+    until("back", || members.iter().all(|(_, f)| f.status().connected)).await;
+    let back = restarted.elapsed().as_secs_f64() * 1e3;
+    until("reached", || {
+        members.iter().all(|(b, _)| b.state() == State::Open)
+    })
+    .await;
+    let reached = restarted.elapsed().as_secs_f64() * 1e3;
+    let ok = cluster_ok.join().unwrap_or(f64::NAN);
+    println!(
+        "| {round} | {opened:.1} ms | {closed:.1} ms | {degraded:.0} ms | {ok:.0} ms | {back:.0} ms | {reached:.0} ms |"
+    );
+}
+
+/// Five failures through `b`.
+fn fail(b: &Breaker) {
+    for _ in 0..5 {
+        if let Ok(permit) = b.acquire() {
+            permit.record(Outcome::Failure);
+        }
+    }
+}
+
+/// After the cooldown, the first member calls until the whole fleet is closed: the first
+/// caller asks for the lease, its second call probes. How long it took, in ms.
+async fn close_by_probing(members: &[Member]) -> f64 {
     tokio::time::sleep(Duration::from_nanos(
         members[0].0.metrics().cooldown_remaining,
     ))
@@ -314,21 +360,13 @@ async fn cluster(round: u32) {
         );
         tokio::time::sleep(Duration::from_micros(200)).await;
     }
-    let closed = probing.elapsed().as_secs_f64() * 1e3;
-    let owner = cluster.node_of(&name).unwrap();
-    let killed = Instant::now();
-    cluster.nodes[owner].kill();
-    until("degraded", || {
-        members.iter().all(|(_, f)| f.status().degraded)
-    })
-    .await;
-    let degraded = killed.elapsed().as_secs_f64() * 1e3;
-    fail(&members[1].0);
-    cluster.nodes[owner].restart().unwrap();
-    let restarted = Instant::now();
-    // When the cluster itself serves every slot again (redis-cli, on a thread of its own).
-    let nodes = cluster.urls();
-    let cluster_ok = std::thread::spawn(move || {
+    probing.elapsed().as_secs_f64() * 1e3
+}
+
+/// When the cluster itself serves every slot again, in ms after `restarted` (redis-cli,
+/// on a thread of its own).
+fn serving_every_slot(nodes: Vec<String>, restarted: Instant) -> std::thread::JoinHandle<f64> {
+    std::thread::spawn(move || {
         let cli = |port: &str| {
             std::process::Command::new("redis-cli")
                 .args(["-h", "127.0.0.1", "-p", port, "CLUSTER", "INFO"])
@@ -344,16 +382,5 @@ async fn cluster(round: u32) {
             std::thread::sleep(Duration::from_millis(5));
         }
         restarted.elapsed().as_secs_f64() * 1e3
-    });
-    until("back", || members.iter().all(|(_, f)| f.status().connected)).await;
-    let back = restarted.elapsed().as_secs_f64() * 1e3;
-    until("reached", || {
-        members.iter().all(|(b, _)| b.state() == State::Open)
     })
-    .await;
-    let reached = restarted.elapsed().as_secs_f64() * 1e3;
-    let ok = cluster_ok.join().unwrap_or(f64::NAN);
-    println!(
-        "| {round} | {opened:.1} ms | {closed:.1} ms | {degraded:.0} ms | {ok:.0} ms | {back:.0} ms | {reached:.0} ms |"
-    );
 }

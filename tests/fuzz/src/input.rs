@@ -89,34 +89,6 @@ pub fn observed(latest: u64, reading: u64) -> u64 {
 /// A configuration with every field arbitrary but mostly valid, so that both the rules
 /// and the breakers they admit get explored.
 pub fn config(u: &mut Unstructured<'_>) -> Result<Config> {
-    let d = Config::default();
-    // Each field breaks its rule now and then: often enough to test validation, rarely
-    // enough that most configs are accepted.
-    let wild = |u: &mut Unstructured<'_>| u.ratio(1, 24);
-    let count = |u: &mut Unstructured<'_>, hi: u32| -> Result<u32> {
-        if wild(u)? {
-            Ok(number(u)? as u32)
-        } else {
-            u.int_in_range(1..=hi)
-        }
-    };
-    let percent = |u: &mut Unstructured<'_>| -> Result<Option<u8>> {
-        if !u.arbitrary()? {
-            return Ok(None);
-        }
-        Ok(Some(if wild(u)? {
-            u.arbitrary()?
-        } else {
-            u.int_in_range(1..=100)?
-        }))
-    };
-    let positive = |u: &mut Unstructured<'_>| -> Result<u64> {
-        Ok(if wild(u)? {
-            number(u)?
-        } else {
-            duration(u)?.max(1)
-        })
-    };
     let failure_threshold = count(u, 10)?;
     let min_calls = count(u, 10)?;
     let buckets = if wild(u)? {
@@ -148,13 +120,7 @@ pub fn config(u: &mut Unstructured<'_>) -> Result<Config> {
             None
         },
         cooldown,
-        backoff_factor: match u.int_in_range(0..=7)? {
-            0..=3 => 1.0,
-            4 => *u.choose(&[1.5, 2.0, 1000.0])?,
-            5 => 1.0 + f64::from(u.int_in_range(0..=999_000u32)?) / 1000.0,
-            6 => f64::from_bits(u.arbitrary()?),
-            _ => *u.choose(&[0.0, 0.999, 1000.001, f64::NAN, f64::INFINITY, -1.0])?,
-        },
+        backoff_factor: backoff_factor(u)?,
         max_cooldown: if u.ratio(1, 3)? {
             Some(if wild(u)? {
                 number(u)?
@@ -187,26 +153,78 @@ pub fn config(u: &mut Unstructured<'_>) -> Result<Config> {
         half_open_required_successes: count(u, 6)?,
         half_open_success_rate: percent(u)?,
         probe_timeout: positive(u)?,
-        ..d
+        ..Config::default()
     };
     if u.ratio(1, 6)? {
-        // Other fault sets: codes outside 100–599 are ignored by `with`.
-        for _ in 0..u.int_in_range(0..=6)? {
-            let code: u16 = u.int_in_range(0..=700)?;
-            c.fault_statuses = if u.arbitrary()? {
-                c.fault_statuses.with(code)
-            } else {
-                c.fault_statuses.without(code)
-            };
-            let grpc: u8 = u.int_in_range(0..=20)?;
-            c.fault_grpc_codes = if u.arbitrary()? {
-                c.fault_grpc_codes.with(grpc)
-            } else {
-                c.fault_grpc_codes.without(grpc)
-            };
-        }
+        fault_sets(u, &mut c)?;
     }
     Ok(c)
+}
+
+/// Whether a field breaks its rule this time: often enough to test validation, rarely
+/// enough that most configs are accepted.
+fn wild(u: &mut Unstructured<'_>) -> Result<bool> {
+    u.ratio(1, 24)
+}
+
+/// A count from 1 to `hi`, or now and then any number.
+fn count(u: &mut Unstructured<'_>, hi: u32) -> Result<u32> {
+    if wild(u)? {
+        Ok(number(u)? as u32)
+    } else {
+        u.int_in_range(1..=hi)
+    }
+}
+
+/// No percentage, or one from 1 to 100, or now and then any byte.
+fn percent(u: &mut Unstructured<'_>) -> Result<Option<u8>> {
+    if !u.arbitrary()? {
+        return Ok(None);
+    }
+    Ok(Some(if wild(u)? {
+        u.arbitrary()?
+    } else {
+        u.int_in_range(1..=100)?
+    }))
+}
+
+/// A duration of at least 1 ns, or now and then any number.
+fn positive(u: &mut Unstructured<'_>) -> Result<u64> {
+    Ok(if wild(u)? {
+        number(u)?
+    } else {
+        duration(u)?.max(1)
+    })
+}
+
+/// Mostly no backoff, sometimes a valid factor, sometimes any float or an invalid one.
+fn backoff_factor(u: &mut Unstructured<'_>) -> Result<f64> {
+    Ok(match u.int_in_range(0..=7)? {
+        0..=3 => 1.0,
+        4 => *u.choose(&[1.5, 2.0, 1000.0])?,
+        5 => 1.0 + f64::from(u.int_in_range(0..=999_000u32)?) / 1000.0,
+        6 => f64::from_bits(u.arbitrary()?),
+        _ => *u.choose(&[0.0, 0.999, 1000.001, f64::NAN, f64::INFINITY, -1.0])?,
+    })
+}
+
+/// Other fault sets: codes outside 100–599 are ignored by `with`.
+fn fault_sets(u: &mut Unstructured<'_>, c: &mut Config) -> Result<()> {
+    for _ in 0..u.int_in_range(0..=6)? {
+        let code: u16 = u.int_in_range(0..=700)?;
+        c.fault_statuses = if u.arbitrary()? {
+            c.fault_statuses.with(code)
+        } else {
+            c.fault_statuses.without(code)
+        };
+        let grpc: u8 = u.int_in_range(0..=20)?;
+        c.fault_grpc_codes = if u.arbitrary()? {
+            c.fault_grpc_codes.with(grpc)
+        } else {
+            c.fault_grpc_codes.without(grpc)
+        };
+    }
+    Ok(())
 }
 
 /// FNV-1a, 32 bits: the checksum that ends an exported state (its format is documented in

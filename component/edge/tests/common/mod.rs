@@ -137,29 +137,9 @@ fn serve(stream: TcpStream, shared: &Shared) {
     };
     let mut reader = BufReader::new(read_half);
     let mut writer = stream;
-    let mut probe = false;
-    let mut length = 0u64;
-    let mut line = String::new();
-    loop {
-        line.clear();
-        match reader.read_line(&mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        let text = line.trim_end();
-        if text.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = text.split_once(':') {
-            let (name, value) = (name.trim(), value.trim());
-            if name.eq_ignore_ascii_case("x-tripgate-probe") && value == "1" {
-                probe = true;
-            }
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.parse().unwrap_or(0);
-            }
-        }
-    }
+    let Some((probe, length)) = read_head(&mut reader) else {
+        return;
+    };
     let counts = shared.counts.lock().unwrap().clone();
     let (phase, behaviour) = shared.behaviour.lock().unwrap().clone();
     if let Behaviour::Early(status) = behaviour {
@@ -187,7 +167,46 @@ fn serve(stream: TcpStream, shared: &Shared) {
         let now = counts.probes_in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         counts.peak_probes.fetch_max(now, Ordering::SeqCst);
     }
-    let status = match behaviour {
+    let status = status_after(behaviour, phase, shared);
+    answer(&mut writer, status);
+    counts.in_flight.fetch_sub(1, Ordering::SeqCst);
+    if probe {
+        counts.probes_in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Reads a request's head: whether the guard marked it a probe, and its body's length.
+/// None if the connection ends first.
+fn read_head(reader: &mut BufReader<TcpStream>) -> Option<(bool, u64)> {
+    let mut probe = false;
+    let mut length = 0u64;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+        let text = line.trim_end();
+        if text.is_empty() {
+            return Some((probe, length));
+        }
+        if let Some((name, value)) = text.split_once(':') {
+            let (name, value) = (name.trim(), value.trim());
+            if name.eq_ignore_ascii_case("x-tripgate-probe") && value == "1" {
+                probe = true;
+            }
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.parse().unwrap_or(0);
+            }
+        }
+    }
+}
+
+/// The status a request of `phase` gets, once `behaviour` has played out (a hang ends
+/// with its phase).
+fn status_after(behaviour: Behaviour, phase: u64, shared: &Shared) -> u16 {
+    match behaviour {
         Behaviour::Healthy => 200,
         Behaviour::Status(status) => status,
         Behaviour::Hang(limit) => {
@@ -215,11 +234,6 @@ fn serve(stream: TcpStream, shared: &Shared) {
             200
         }
         Behaviour::Early(_) => unreachable!("answered above"),
-    };
-    answer(&mut writer, status);
-    counts.in_flight.fetch_sub(1, Ordering::SeqCst);
-    if probe {
-        counts.probes_in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

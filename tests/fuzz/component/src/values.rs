@@ -69,45 +69,8 @@ pub(crate) fn config(
             c.$name
         };
     }
-    let mut statuses: Option<Vec<u16>> = if c.fault_statuses == d.fault_statuses && u.arbitrary()? {
-        None
-    } else {
-        Some(c.fault_statuses.iter().collect())
-    };
-    let mut grpc: Option<Vec<u8>> = if c.fault_grpc_codes == d.fault_grpc_codes && u.arbitrary()? {
-        None
-    } else {
-        Some(c.fault_grpc_codes.iter().collect())
-    };
-    let mut expected = Ok(c);
-    // Duplicates change nothing; a code out of range is refused.
-    if let Some(list) = &mut statuses {
-        if let (true, Some(&first)) = (u.ratio(1, 4)?, list.first()) {
-            list.push(first);
-        }
-        if u.ratio(1, 12)? {
-            let bad = *u.choose(&[0u16, 99, 600, u16::MAX])?;
-            let at = u.int_in_range(0..=list.len())?;
-            list.insert(at, bad);
-            expected = Err(core_api::ConfigError {
-                field: core_api::Field::FaultStatuses,
-                rule: core_api::Rule::Between(100, 599),
-            });
-        }
-    }
-    if let Some(list) = &mut grpc {
-        if u.ratio(1, 12)? {
-            let bad = *u.choose(&[17u8, 200, u8::MAX])?;
-            let at = u.int_in_range(0..=list.len())?;
-            list.insert(at, bad);
-            if expected.is_ok() {
-                expected = Err(core_api::ConfigError {
-                    field: core_api::Field::FaultGrpcCodes,
-                    rule: core_api::Rule::Between(0, 16),
-                });
-            }
-        }
-    }
+    let lists = fault_lists(u, &c, &d)?;
+    let expected = lists.refused.map_or(Ok(c), Err);
     let wit = wit::Config {
         failure_threshold: field!(failure_threshold),
         min_calls: field!(min_calls),
@@ -131,10 +94,69 @@ pub(crate) fn config(
         half_open_required_successes: field!(half_open_required_successes),
         half_open_success_rate: optional!(half_open_success_rate),
         probe_timeout: field!(probe_timeout),
-        fault_statuses: statuses,
-        fault_grpc_codes: grpc,
+        fault_statuses: lists.statuses,
+        fault_grpc_codes: lists.grpc,
         fleet_quorum: optional!(fleet_quorum),
     };
     let expected = expected.and_then(|c| c.validate().map(|()| c));
     Ok((wit, expected))
+}
+
+/// The WIT's fault code lists for a config, and the error the core gives for them.
+struct FaultLists {
+    statuses: Option<Vec<u16>>,
+    grpc: Option<Vec<u8>>,
+    /// The first list with a code out of range, as the core refuses it.
+    refused: Option<core_api::ConfigError>,
+}
+
+/// The lists of `c` (left out now and then when they are the defaults), with a duplicate
+/// or a code out of range now and then.
+fn fault_lists(
+    u: &mut Unstructured<'_>,
+    c: &core_api::Config,
+    d: &core_api::Config,
+) -> Result<FaultLists> {
+    let mut statuses: Option<Vec<u16>> = if c.fault_statuses == d.fault_statuses && u.arbitrary()? {
+        None
+    } else {
+        Some(c.fault_statuses.iter().collect())
+    };
+    let mut grpc: Option<Vec<u8>> = if c.fault_grpc_codes == d.fault_grpc_codes && u.arbitrary()? {
+        None
+    } else {
+        Some(c.fault_grpc_codes.iter().collect())
+    };
+    let mut refused = None;
+    // Duplicates change nothing; a code out of range is refused.
+    if let Some(list) = &mut statuses {
+        if let (true, Some(&first)) = (u.ratio(1, 4)?, list.first()) {
+            list.push(first);
+        }
+        if u.ratio(1, 12)? {
+            let bad = *u.choose(&[0u16, 99, 600, u16::MAX])?;
+            let at = u.int_in_range(0..=list.len())?;
+            list.insert(at, bad);
+            refused = Some(core_api::ConfigError {
+                field: core_api::Field::FaultStatuses,
+                rule: core_api::Rule::Between(100, 599),
+            });
+        }
+    }
+    if let Some(list) = &mut grpc {
+        if u.ratio(1, 12)? {
+            let bad = *u.choose(&[17u8, 200, u8::MAX])?;
+            let at = u.int_in_range(0..=list.len())?;
+            list.insert(at, bad);
+            refused = refused.or(Some(core_api::ConfigError {
+                field: core_api::Field::FaultGrpcCodes,
+                rule: core_api::Rule::Between(0, 16),
+            }));
+        }
+    }
+    Ok(FaultLists {
+        statuses,
+        grpc,
+        refused,
+    })
 }

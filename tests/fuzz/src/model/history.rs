@@ -96,179 +96,223 @@ macro_rules! ensure_eq {
 /// Runs one history on the core (its clock at `start + t`, wrapping) and on the model
 /// (at `t`); the first divergence is the error.
 pub fn run_history(config: Config, start: u64, ops: &[Op]) -> Result<(), String> {
-    let at = |t: u64| start.wrapping_add(t);
-    let mut b = Breaker::new(config, at(0)).map_err(|e| format!("config refused: {e}"))?;
-    let mut model = Model::new(config, 0);
-    let mut now = 0u64;
-    let mut held: Vec<(Permit, ModelPermit)> = Vec::new();
-    // The instants a reading hands the core and the model.
-    let read = |reading: Reading, now: u64| match reading {
-        Reading::Now => (at(now), now),
-        Reading::Behind(by) => {
-            let by = by % MAX_READING_OFFSET;
-            (at(now).wrapping_sub(by), now.saturating_sub(by))
-        }
-        Reading::Absurd(k) => (at(now).wrapping_add((1 << 63) + k % MAX_READING_OFFSET), 0),
+    let mut pair = Pair {
+        core: Breaker::new(config, start).map_err(|e| format!("config refused: {e}"))?,
+        model: Model::new(config, 0),
+        config,
+        start,
+        now: 0,
+        held: Vec::new(),
     };
     for (step, op) in ops.iter().enumerate() {
-        match *op {
-            Op::Acquire(reading) => {
-                let (core_now, model_now) = read(reading, now);
-                let before_state = b.state(core_now);
-                let admission = b.acquire(core_now);
-                if before_state == State::Open {
-                    ensure!(
-                        matches!(admission.decision, Err(r) if r.reason == RejectReason::Open),
-                        "step {step}: open admitted"
-                    );
-                }
-                let (want, want_moves) = model.acquire(model_now);
-                ensure_eq!(moves(&admission.transitions), want_moves, "step {step}");
-                match (admission.decision, want) {
-                    (Ok(permit), Decision::Admitted { id, probe }) => {
-                        ensure_eq!(permit.is_probe(), probe, "step {step}: probe");
-                        ensure_eq!(permit.started(), at(model.now), "step {step}: started");
-                        held.push((
-                            permit,
-                            ModelPermit {
-                                id,
-                                epoch: model.epoch,
-                                probe,
-                            },
-                        ));
-                    }
-                    (
-                        Err(r),
-                        Decision::Rejected {
-                            reason,
-                            retry_after,
-                        },
-                    ) => {
-                        ensure_eq!(
-                            (r.reason, r.retry_after),
-                            (reason, retry_after),
-                            "step {step}: rejection"
-                        );
-                    }
-                    (got, want) => {
-                        return Err(format!("step {step}: core {got:?}, model {want:?}"));
-                    }
-                }
+        if matches!(op, Op::Record { .. }) && pair.held.is_empty() {
+            continue;
+        }
+        pair.step(op)
+            .and_then(|()| pair.invariants())
+            .map_err(|e| format!("step {step}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The core and the model, run side by side through one history.
+struct Pair {
+    config: Config,
+    /// The core's clock reading at the history's time 0.
+    start: u64,
+    core: Breaker,
+    model: Model,
+    /// The history's time.
+    now: u64,
+    /// The permits both hold, in the order they were admitted.
+    held: Vec<(Permit, ModelPermit)>,
+}
+
+impl Pair {
+    /// The core's clock reading at the history's time `t`.
+    fn at(&self, t: u64) -> u64 {
+        self.start.wrapping_add(t)
+    }
+
+    /// The instants a reading hands the core and the model.
+    fn read(&self, reading: Reading) -> (u64, u64) {
+        let now = self.now;
+        match reading {
+            Reading::Now => (self.at(now), now),
+            Reading::Behind(by) => {
+                let by = by % MAX_READING_OFFSET;
+                (self.at(now).wrapping_sub(by), now.saturating_sub(by))
             }
+            Reading::Absurd(k) => (
+                self.at(now)
+                    .wrapping_add((1 << 63) + k % MAX_READING_OFFSET),
+                0,
+            ),
+        }
+    }
+
+    fn step(&mut self, op: &Op) -> Result<(), String> {
+        match *op {
+            Op::Acquire(reading) => self.acquire(reading),
             Op::Record {
                 index,
                 outcome,
                 raw,
                 reading,
-            } => {
-                if held.is_empty() {
-                    continue;
-                }
-                let (core_now, model_now) = read(reading, now);
-                let (permit, mp) = held.swap_remove(index % held.len());
-                let before = b.metrics(core_now);
-                let recorded = if raw {
-                    let raw: RawPermit = permit.into_raw();
-                    b.record_raw(raw, outcome, core_now)
-                        .map_err(|e| format!("step {step}: an issued permit is malformed: {e}"))?
-                } else {
-                    b.record(permit, outcome, core_now)
-                };
-                let (stale, want_moves) = model.record(mp, outcome, model_now);
-                ensure_eq!(recorded.stale, stale, "step {step}: stale");
-                ensure_eq!(moves(&recorded.transitions), want_moves, "step {step}");
-                if stale && recorded.transitions.is_empty() {
-                    // A stale outcome changes no counts and no state; it only releases what
-                    // its permit held (a lingering probe's slot).
-                    let after = b.metrics(core_now);
-                    ensure_eq!(after.window, before.window, "step {step}: stale window");
-                    ensure_eq!(
-                        (after.state, after.epoch, after.in_flight),
-                        (before.state, before.epoch, before.in_flight),
-                        "step {step}: stale outcome changed the breaker"
-                    );
-                    ensure!(
-                        after.probes_out <= before.probes_out,
-                        "step {step}: a stale outcome took a probe slot"
-                    );
-                }
+            } => self.record(index, outcome, raw, reading),
+            Op::Advance(by) => {
+                self.now += by;
+                Ok(())
             }
-            Op::Advance(by) => now += by,
             Op::Manual(m, reading) => {
-                let (core_now, model_now) = read(reading, now);
+                let (core_now, model_now) = self.read(reading);
                 let got = match m {
-                    Manual::Isolate => b.isolate(core_now),
-                    Manual::Release => b.release(core_now),
-                    Manual::Disable => b.disable(core_now),
-                    Manual::Reset => b.reset(core_now),
+                    Manual::Isolate => self.core.isolate(core_now),
+                    Manual::Release => self.core.release(core_now),
+                    Manual::Disable => self.core.disable(core_now),
+                    Manual::Reset => self.core.reset(core_now),
                 };
-                ensure_eq!(moves(&got), model.manual(m, model_now), "step {step}");
+                ensure_eq!(moves(&got), self.model.manual(m, model_now), "transitions");
+                Ok(())
             }
-            Op::Recycle => {
-                if model.in_flight.is_empty()
-                    && model.probes.is_empty()
-                    && model.lingering.is_empty()
-                {
-                    let bytes = export(&b, at(now))?;
-                    let mut fresh =
-                        Breaker::new(config, at(now)).map_err(|e| format!("step {step}: {e}"))?;
-                    fresh
-                        .import(&bytes, 0, at(now))
-                        .map_err(|e| format!("step {step}: own export refused: {e}"))?;
-                    ensure_eq!(export(&fresh, at(now))?, bytes, "step {step}: round trip");
-                    ensure_eq!(fresh.metrics(at(now)), b.metrics(at(now)), "step {step}");
-                    b = fresh;
-                    // The new instance's clock starts at the recycle.
-                    model.observe(now);
-                    held.clear();
-                }
-            }
+            Op::Recycle => self.recycle(),
         }
-        // Invariants after every step.
-        let m = b.metrics(at(now));
+    }
+
+    fn acquire(&mut self, reading: Reading) -> Result<(), String> {
+        let (core_now, model_now) = self.read(reading);
+        let before_state = self.core.state(core_now);
+        let admission = self.core.acquire(core_now);
+        if before_state == State::Open {
+            ensure!(
+                matches!(admission.decision, Err(r) if r.reason == RejectReason::Open),
+                "open admitted"
+            );
+        }
+        let (want, want_moves) = self.model.acquire(model_now);
+        ensure_eq!(moves(&admission.transitions), want_moves, "transitions");
+        match (admission.decision, want) {
+            (Ok(permit), Decision::Admitted { id, probe }) => {
+                ensure_eq!(permit.is_probe(), probe, "probe");
+                ensure_eq!(permit.started(), self.at(self.model.now), "started");
+                let epoch = self.model.epoch;
+                self.held.push((permit, ModelPermit { id, epoch, probe }));
+            }
+            (
+                Err(r),
+                Decision::Rejected {
+                    reason,
+                    retry_after,
+                },
+            ) => {
+                ensure_eq!(
+                    (r.reason, r.retry_after),
+                    (reason, retry_after),
+                    "rejection"
+                );
+            }
+            (got, want) => return Err(format!("core {got:?}, model {want:?}")),
+        }
+        Ok(())
+    }
+
+    /// Records the held permit at `index` (modulo the number held, which is not zero).
+    fn record(
+        &mut self,
+        index: usize,
+        outcome: Outcome,
+        raw: bool,
+        reading: Reading,
+    ) -> Result<(), String> {
+        let (core_now, model_now) = self.read(reading);
+        let (permit, mp) = self.held.swap_remove(index % self.held.len());
+        let before = self.core.metrics(core_now);
+        let recorded = if raw {
+            let raw: RawPermit = permit.into_raw();
+            self.core
+                .record_raw(raw, outcome, core_now)
+                .map_err(|e| format!("an issued permit is malformed: {e}"))?
+        } else {
+            self.core.record(permit, outcome, core_now)
+        };
+        let (stale, want_moves) = self.model.record(mp, outcome, model_now);
+        ensure_eq!(recorded.stale, stale, "stale");
+        ensure_eq!(moves(&recorded.transitions), want_moves, "transitions");
+        if stale && recorded.transitions.is_empty() {
+            // A stale outcome changes no counts and no state; it only releases what its
+            // permit held (a lingering probe's slot).
+            let after = self.core.metrics(core_now);
+            ensure_eq!(after.window, before.window, "stale window");
+            ensure_eq!(
+                (after.state, after.epoch, after.in_flight),
+                (before.state, before.epoch, before.in_flight),
+                "stale outcome changed the breaker"
+            );
+            ensure!(
+                after.probes_out <= before.probes_out,
+                "a stale outcome took a probe slot"
+            );
+        }
+        Ok(())
+    }
+
+    /// Export and import into a fresh breaker, when nothing is out.
+    fn recycle(&mut self) -> Result<(), String> {
+        let model = &mut self.model;
+        if !(model.in_flight.is_empty() && model.probes.is_empty() && model.lingering.is_empty()) {
+            return Ok(());
+        }
+        let at = self.at(self.now);
+        let bytes = export(&self.core, at)?;
+        let mut fresh = Breaker::new(self.config, at).map_err(|e| e.to_string())?;
+        fresh
+            .import(&bytes, 0, at)
+            .map_err(|e| format!("own export refused: {e}"))?;
+        ensure_eq!(export(&fresh, at)?, bytes, "round trip");
+        ensure_eq!(fresh.metrics(at), self.core.metrics(at), "metrics");
+        self.core = fresh;
+        // The new instance's clock starts at the recycle.
+        self.model.observe(self.now);
+        self.held.clear();
+        Ok(())
+    }
+
+    /// What must hold after every step.
+    fn invariants(&self) -> Result<(), String> {
+        let (now, model) = (self.now, &self.model);
+        let m = self.core.metrics(self.at(now));
         // The route counters add up to the total, projected transitions included (so no
         // transition went by a route missing from ROUTES), the last one is counted, and it
         // entered the state its reason names (the exposition's `to` label relies on it).
         ensure_eq!(
             m.transitions_by_route.iter().sum::<u64>(),
             m.transitions_total,
-            "step {step}: transitions by route"
+            "transitions by route"
         );
         if let Some(last) = m.last_transition {
-            ensure!(
-                m.transitions(last.route()) >= 1,
-                "step {step}: {last:?} on no route"
-            );
-            ensure_eq!(last.to, last.reason.to(), "step {step}: {last:?}");
+            ensure!(m.transitions(last.route()) >= 1, "{last:?} on no route");
+            ensure_eq!(last.to, last.reason.to(), "{last:?}");
         }
-        ensure_eq!(m.state, model.effective_state(now), "step {step}: state");
+        ensure_eq!(m.state, model.effective_state(now), "state");
         ensure!(
-            m.probes_out <= config.half_open_max_probes,
-            "step {step}: {} probes out",
+            m.probes_out <= self.config.half_open_max_probes,
+            "{} probes out",
             m.probes_out
         );
         if m.state == State::HalfOpen && model.state == State::HalfOpen {
             ensure_eq!(
                 m.probes_out,
                 model.probes_out(model.now.max(now)),
-                "step {step}: probes out"
+                "probes out"
             );
         }
         let (calls, faults) = model.window(model.now.max(now));
         if model.state == State::Closed || model.state == State::Disabled {
-            ensure_eq!(
-                (m.window.calls, m.window.faults),
-                (calls, faults),
-                "step {step}: window"
-            );
+            ensure_eq!((m.window.calls, m.window.faults), (calls, faults), "window");
         }
         if m.state == State::Closed {
-            ensure_eq!(
-                m.in_flight as usize,
-                model.in_flight.len(),
-                "step {step}: in flight"
-            );
+            ensure_eq!(m.in_flight as usize, model.in_flight.len(), "in flight");
         }
+        Ok(())
     }
-    Ok(())
 }

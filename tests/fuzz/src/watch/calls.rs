@@ -2,7 +2,10 @@
 //! stale permits), drop, the operator's calls; each checked as it returns.
 
 use arbitrary::{Result, Unstructured};
-use tripgate_core::{Class, Outcome, RawPermit, Reason, RejectReason, State, SECOND};
+use tripgate_core::{
+    Class, Metrics, Outcome, Permit, RawPermit, Reason, RejectReason, Rejection, State,
+    Transitions, SECOND,
+};
 
 use crate::input;
 
@@ -18,83 +21,97 @@ impl Watch {
             && before.hung >= self.config.failure_threshold;
         let after = self.b.metrics(now);
         match admission.decision {
-            Ok(permit) => {
-                self.counts.admitted += 1;
-                assert!(
-                    matches!(
-                        before.state,
-                        State::Closed | State::Disabled | State::HalfOpen
-                    ),
-                    "admitted while {:?}",
-                    before.state
-                );
-                assert!(!hang, "admitted past a hang trip");
-                assert_eq!(permit.is_probe(), before.state == State::HalfOpen, "probe");
-                assert_eq!(
-                    permit.started(),
-                    now,
-                    "a permit starts at the observed instant"
-                );
-                assert_eq!(permit.epoch(), after.epoch, "a permit carries the epoch");
-                if before.state == State::HalfOpen {
-                    assert!(before.probes_out < self.config.half_open_max_probes);
-                    assert_eq!(after.probes_out, before.probes_out + 1, "probe slot");
-                }
-                if before.state == State::Closed {
-                    if let Some(cap) = self.config.max_in_flight {
-                        assert!(before.in_flight < cap, "admitted past max-in-flight");
-                    }
-                }
-                let raw = permit.into_raw();
-                assert_eq!(raw.into_permit().map(|p| p.into_raw()), Ok(raw));
-                self.held.push(raw);
-            }
-            Err(r) => {
-                self.counts.rejected[usize::from(r.reason.code())] += 1;
-                match r.reason {
-                    RejectReason::Open if hang => {
-                        assert_eq!(r.state, State::Open);
-                        let last = admission.transitions.last().expect("the hang trip");
-                        assert_eq!(last.reason, Reason::HungCalls);
-                    }
-                    RejectReason::Open => {
-                        assert_eq!((before.state, r.state), (State::Open, State::Open));
-                        assert_eq!(r.retry_after, before.cooldown_remaining, "retry-after");
-                        assert!(r.retry_after > 0);
-                    }
-                    RejectReason::Probing => {
-                        assert_eq!((before.state, r.state), (State::HalfOpen, State::HalfOpen));
-                        assert_eq!(before.probes_out, self.config.half_open_max_probes);
-                        assert!(r.retry_after <= SECOND, "probing retry-after {r:?}");
-                    }
-                    RejectReason::Isolated => {
-                        assert_eq!((before.state, r.state), (State::Isolated, State::Isolated));
-                        assert_eq!(r.retry_after, 0);
-                    }
-                    RejectReason::Saturated => {
-                        assert_eq!((before.state, r.state), (State::Closed, State::Closed));
-                        assert!(
-                            self.config
-                                .max_in_flight
-                                .is_some_and(|cap| before.in_flight >= cap),
-                            "saturated below max-in-flight"
-                        );
-                        assert_eq!(r.retry_after, 0);
-                    }
-                    RejectReason::ProbingElsewhere => {
-                        // Only a fleet member without the probe lease, which these
-                        // breakers never are.
-                        assert!(
-                            self.config.fleet_quorum.is_some(),
-                            "probing-elsewhere off fleet"
-                        );
-                        assert_eq!((before.state, r.state), (State::HalfOpen, State::HalfOpen));
-                    }
-                }
-            }
+            Ok(permit) => self.admitted(permit, &before, &after, hang, now),
+            Err(r) => self.rejected(&r, &before, hang, &admission.transitions),
         }
         self.after_call(now, &admission.transitions, "acquire");
         Ok(())
+    }
+
+    /// An admission, checked against the metrics before and after it; the permit is held.
+    fn admitted(
+        &mut self,
+        permit: Permit,
+        before: &Metrics,
+        after: &Metrics,
+        hang: bool,
+        now: u64,
+    ) {
+        self.counts.admitted += 1;
+        assert!(
+            matches!(
+                before.state,
+                State::Closed | State::Disabled | State::HalfOpen
+            ),
+            "admitted while {:?}",
+            before.state
+        );
+        assert!(!hang, "admitted past a hang trip");
+        assert_eq!(permit.is_probe(), before.state == State::HalfOpen, "probe");
+        assert_eq!(
+            permit.started(),
+            now,
+            "a permit starts at the observed instant"
+        );
+        assert_eq!(permit.epoch(), after.epoch, "a permit carries the epoch");
+        if before.state == State::HalfOpen {
+            assert!(before.probes_out < self.config.half_open_max_probes);
+            assert_eq!(after.probes_out, before.probes_out + 1, "probe slot");
+        }
+        if before.state == State::Closed {
+            if let Some(cap) = self.config.max_in_flight {
+                assert!(before.in_flight < cap, "admitted past max-in-flight");
+            }
+        }
+        let raw = permit.into_raw();
+        assert_eq!(raw.into_permit().map(|p| p.into_raw()), Ok(raw));
+        self.held.push(raw);
+    }
+
+    /// A rejection, checked against the metrics before it: its reason is the one the state
+    /// and the configuration give.
+    fn rejected(&mut self, r: &Rejection, before: &Metrics, hang: bool, transitions: &Transitions) {
+        self.counts.rejected[usize::from(r.reason.code())] += 1;
+        match r.reason {
+            RejectReason::Open if hang => {
+                assert_eq!(r.state, State::Open);
+                let last = transitions.last().expect("the hang trip");
+                assert_eq!(last.reason, Reason::HungCalls);
+            }
+            RejectReason::Open => {
+                assert_eq!((before.state, r.state), (State::Open, State::Open));
+                assert_eq!(r.retry_after, before.cooldown_remaining, "retry-after");
+                assert!(r.retry_after > 0);
+            }
+            RejectReason::Probing => {
+                assert_eq!((before.state, r.state), (State::HalfOpen, State::HalfOpen));
+                assert_eq!(before.probes_out, self.config.half_open_max_probes);
+                assert!(r.retry_after <= SECOND, "probing retry-after {r:?}");
+            }
+            RejectReason::Isolated => {
+                assert_eq!((before.state, r.state), (State::Isolated, State::Isolated));
+                assert_eq!(r.retry_after, 0);
+            }
+            RejectReason::Saturated => {
+                assert_eq!((before.state, r.state), (State::Closed, State::Closed));
+                assert!(
+                    self.config
+                        .max_in_flight
+                        .is_some_and(|cap| before.in_flight >= cap),
+                    "saturated below max-in-flight"
+                );
+                assert_eq!(r.retry_after, 0);
+            }
+            RejectReason::ProbingElsewhere => {
+                // Only a fleet member without the probe lease, which these breakers never
+                // are.
+                assert!(
+                    self.config.fleet_quorum.is_some(),
+                    "probing-elsewhere off fleet"
+                );
+                assert_eq!((before.state, r.state), (State::HalfOpen, State::HalfOpen));
+            }
+        }
     }
 
     pub(super) fn acquire_untimed(&mut self) {

@@ -278,23 +278,18 @@ impl Watch {
     }
 }
 
-/// The longest age exported bytes hold (the state's, the last transition's; layout
-/// versions 1 and 2, documented in the core's `snapshot.rs`), which may exceed what the
-/// metrics show (a projected transition is newer than the stored one).
+/// The longest age exported bytes hold (the state's, the last transition's; the layout is
+/// documented in the core's `snapshot.rs`), which may exceed what the metrics show (a
+/// projected transition is newer than the stored one).
 fn stored_age(bytes: &[u8]) -> u64 {
     let u64_at = |at: usize| {
         bytes
             .get(at..at + 8)
             .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
     };
-    // The last transition's flag follows the lifetime counters: nine in version 1 (an
-    // import still takes those bytes), ten in version 2, ten and the route counters in
-    // version 3. Its age follows the flag, from, to and reason.
-    let flag = match bytes.get(3) {
-        Some(1) => 136,
-        Some(2) => 144,
-        _ => 144 + 8 * tripgate_core::ROUTE_COUNT,
-    };
+    // The last transition's flag follows the ten lifetime counters and the route counters;
+    // its age follows the flag, from, to and reason.
+    let flag = 144 + 8 * tripgate_core::ROUTE_COUNT;
     let last = if bytes.get(flag) == Some(&1) {
         u64_at(flag + 4)
     } else {
