@@ -333,24 +333,10 @@ def route_stats(samples):
     }
 
 
-# long: to be split with the rework of python/ under issue 39
 def run_once(mode, o):
     upstream = Upstream(o.upstream_command, o.scale, o.timeout * 1000)
     scaled = lambda seconds: seconds * o.scale  # noqa: E731
-    breaker = None
-    if mode == "tripgate":
-        breaker = tripgate.CircuitBreaker(
-            name="upstream",
-            failure_threshold=o.threshold,
-            min_calls=o.threshold,
-            slow_call_duration=scaled(o.slow_call),
-            window=scaled(5.0),
-            buckets=10,
-            cooldown=scaled(o.cooldown),
-            half_open_max_probes=o.probes,
-            half_open_required_successes=o.successes,
-            probe_timeout=scaled(o.timeout) * 2,
-        )
+    breaker = make_breaker(o, scaled) if mode == "tripgate" else None
     caller = Caller(upstream, o.pool, o.queue, scaled(o.timeout), o.local_work, breaker)
     total = upstream.phases[-1]["end_s"]
     schedules = [
@@ -360,22 +346,62 @@ def run_once(mode, o):
     threading.stack_size(256 * 1024)
     dispatchers, threads, samples = load(upstream, caller.server_address, schedules, scaled(o.client_timeout))
     ticks, stop = [], threading.Event()
-
-    def sample():
-        every = max(scaled(0.01), 0.004)
-        due = time.monotonic()
-        while not stop.is_set():
-            now = time.monotonic()
-            ticks.append({
-                "at": now - upstream.start, "late": max(0.0, now - due),
-                "busy": caller.busy, "waiting": caller.waiting,
-                "state": breaker.state if breaker is not None else None,
-            })
-            due = time.monotonic() + every
-            time.sleep(every)
-
-    sampler = threading.Thread(target=sample, daemon=True)
+    sampler = threading.Thread(target=sample, args=(upstream, caller, breaker, scaled, ticks, stop), daemon=True)
     sampler.start()
+    progress(mode, o, upstream, caller, breaker, total)
+    for d in dispatchers:
+        d.join()
+    deadline = time.monotonic() + scaled(o.client_timeout) + 5
+    for t in list(threads):
+        t.join(max(0.0, deadline - time.monotonic()))
+    stop.set()
+    sampler.join()
+    caller.stop()
+    counters = upstream.finish()
+    if sys.stderr.isatty() and not o.quiet:
+        print(file=sys.stderr)
+    phases = [phase_report(o, i, p, ticks, samples, caller, counters[i]) for i, p in enumerate(upstream.phases)]
+    return {
+        "mode": mode, "pool": o.pool, "requests": len(samples),
+        "pool_peak": max(p["pool_peak"] for p in phases),
+        "breaker": breaker.metrics()["state"] if breaker is not None else None,
+        "phases": phases,
+    }
+
+
+def make_breaker(o, scaled):
+    return tripgate.CircuitBreaker(
+        name="upstream",
+        failure_threshold=o.threshold,
+        min_calls=o.threshold,
+        slow_call_duration=scaled(o.slow_call),
+        window=scaled(5.0),
+        buckets=10,
+        cooldown=scaled(o.cooldown),
+        half_open_max_probes=o.probes,
+        half_open_required_successes=o.successes,
+        probe_timeout=scaled(o.timeout) * 2,
+    )
+
+
+def sample(upstream, caller, breaker, scaled, ticks, stop):
+    """Samples the pool and the breaker every 10 ms (scaled) until `stop`, with how late
+    each sample came: the scheduler's delay."""
+    every = max(scaled(0.01), 0.004)
+    due = time.monotonic()
+    while not stop.is_set():
+        now = time.monotonic()
+        ticks.append({
+            "at": now - upstream.start, "late": max(0.0, now - due),
+            "busy": caller.busy, "waiting": caller.waiting,
+            "state": breaker.state if breaker is not None else None,
+        })
+        due = time.monotonic() + every
+        time.sleep(every)
+
+
+def progress(mode, o, upstream, caller, breaker, total):
+    """A progress line on stderr until the run's time is up."""
     tty = sys.stderr.isatty()
     last_line = 0.0
     while time.monotonic() < upstream.start + total:
@@ -387,47 +413,32 @@ def run_once(mode, o):
         print(f"  {mode:<13}{max(0.0, now - upstream.start):5.1f}/{total:.1f} s  busy {caller.busy:3}/{o.pool}"
               f"  waiting {caller.waiting:3}  breaker {breaker.state if breaker else 'none':9}",
               file=sys.stderr, end="\r" if tty else "\n")
-    for d in dispatchers:
-        d.join()
-    deadline = time.monotonic() + scaled(o.client_timeout) + 5
-    for t in list(threads):
-        t.join(max(0.0, deadline - time.monotonic()))
-    stop.set()
-    sampler.join()
-    caller.stop()
-    counters = upstream.finish()
-    if tty and not o.quiet:
-        print(file=sys.stderr)
-    phases = []
-    for i, p in enumerate(upstream.phases):
-        in_phase = [t for t in ticks if p["start_s"] <= t["at"] < p["end_s"]]
-        share = lambda f: (sum(1 for t in in_phase if f(t)) / len(in_phase)) if in_phase else 0.0  # noqa: E731
-        late = sorted(t["late"] * 1000 for t in in_phase)
-        c, u = caller.phases[i], counters[i]
-        opened = [t for t in caller.transitions if t["to"] == "open"]
-        phases.append({
-            "name": p["name"], "start_s": p["start_s"], "end_s": p["end_s"],
-            "local": route_stats([s for s in samples if s["phase"] == i and s["route"] == "local"]),
-            "upstream_route": route_stats([s for s in samples if s["phase"] == i and s["route"] == "upstream"]),
-            "pool_peak": c.peak_busy, "waiting_peak": c.peak_waiting, "shed": c.shed,
-            "saturated_share": share(lambda t: t["busy"] >= o.pool),
-            "sched_delay_p99_ms": percentile(late, 0.99),
-            "calls_sent": c.sent, "probes_sent": c.probes_sent, "rejected": c.rejected,
-            "recorded_404": c.recorded_404, "recorded_404_closed": c.recorded_404_closed,
-            "upstream_received": u["received"], "upstream_probes": u["probes"],
-            "upstream_peak_concurrency": u["peak"], "upstream_peak_probes": u["peak_probes"],
-            "trips": sum(1 for t in opened if t["phase"] == i),
-            "trips_caused": sum(1 for t in opened if t["cause_phase"] == i),
-            "closed_share": share(lambda t: t["state"] == "closed"),
-            "open_share": share(lambda t: t["state"] == "open"),
-            "half_open_share": share(lambda t: t["state"] == "half-open"),
-            "transitions": [t for t in caller.transitions if t["phase"] == i],
-        })
+
+
+def phase_report(o, i, p, ticks, samples, caller, u):
+    """What phase `i` (`p`) saw: the routes' latencies, the pool, the breaker, the upstream."""
+    in_phase = [t for t in ticks if p["start_s"] <= t["at"] < p["end_s"]]
+    share = lambda f: (sum(1 for t in in_phase if f(t)) / len(in_phase)) if in_phase else 0.0  # noqa: E731
+    late = sorted(t["late"] * 1000 for t in in_phase)
+    c = caller.phases[i]
+    opened = [t for t in caller.transitions if t["to"] == "open"]
     return {
-        "mode": mode, "pool": o.pool, "requests": len(samples),
-        "pool_peak": max(p["pool_peak"] for p in phases),
-        "breaker": breaker.metrics()["state"] if breaker is not None else None,
-        "phases": phases,
+        "name": p["name"], "start_s": p["start_s"], "end_s": p["end_s"],
+        "local": route_stats([s for s in samples if s["phase"] == i and s["route"] == "local"]),
+        "upstream_route": route_stats([s for s in samples if s["phase"] == i and s["route"] == "upstream"]),
+        "pool_peak": c.peak_busy, "waiting_peak": c.peak_waiting, "shed": c.shed,
+        "saturated_share": share(lambda t: t["busy"] >= o.pool),
+        "sched_delay_p99_ms": percentile(late, 0.99),
+        "calls_sent": c.sent, "probes_sent": c.probes_sent, "rejected": c.rejected,
+        "recorded_404": c.recorded_404, "recorded_404_closed": c.recorded_404_closed,
+        "upstream_received": u["received"], "upstream_probes": u["probes"],
+        "upstream_peak_concurrency": u["peak"], "upstream_peak_probes": u["peak_probes"],
+        "trips": sum(1 for t in opened if t["phase"] == i),
+        "trips_caused": sum(1 for t in opened if t["cause_phase"] == i),
+        "closed_share": share(lambda t: t["state"] == "closed"),
+        "open_share": share(lambda t: t["state"] == "open"),
+        "half_open_share": share(lambda t: t["state"] == "half-open"),
+        "transitions": [t for t in caller.transitions if t["phase"] == i],
     }
 
 

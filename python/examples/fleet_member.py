@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import urllib.parse
-from typing import Any, Dict, List
+from typing import Any, Dict, List, NoReturn, Tuple
 
 import tripgate
 from tripgate.fleet import FleetStore
@@ -27,7 +27,7 @@ from tripgate.fleet import FleetStore
 KNOWN = ("cooldown-ms", "failure-threshold", "probes", "required-successes", "call-timeout-ms", "member")
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     sys.stderr.write(f"fleet_member.py: {message}\n")
     sys.exit(2)
 
@@ -42,8 +42,8 @@ def number(text: str, what: str, integer: bool = False) -> float:
     return value
 
 
-# long: to be split with the rework of python/ under issue 39
-def main(argv: List[str]) -> None:
+def parse(argv: List[str]) -> Tuple[List[str], Dict[str, str]]:
+    """The positional arguments and the --name=value options."""
     positional = [a for a in argv if not a.startswith("--")]
     flags: Dict[str, str] = {}
     for arg in argv:
@@ -56,25 +56,12 @@ def main(argv: List[str]) -> None:
             flags[name] = value
     if len(positional) != 8:
         fail("usage: fleet_member.py <redis-url> <fleet-name> <upstream-url> <quorum> <key> <label> <rate-per-s> <duration-s> [--option=value ...]")
-    redis_url, name, upstream, quorum_arg, key, label, rate_arg, duration_arg = positional
-    target = urllib.parse.urlsplit(upstream)
-    if target.scheme != "http" or not target.hostname:
-        fail(f"upstream-url must be an http:// URL (got {upstream!r})")
-    fleet_on = quorum_arg not in ("off", "0")
-    rate = number(rate_arg, "rate-per-s")
-    duration = number(duration_arg, "duration-s")
-    call_timeout = number(flags.get("call-timeout-ms", "1000"), "--call-timeout-ms") / 1000
+    return positional, flags
 
-    lock = threading.Lock()
 
-    def out(record: Dict[str, Any]) -> None:
-        line = json.dumps({**record, "t": time.time() * 1000, "label": label})
-        with lock:
-            sys.stdout.write(line + "\n")
-            sys.stdout.flush()
-
+def make_breaker(name: str, quorum_arg: str, fleet_on: bool, flags: Dict[str, str], call_timeout: float) -> tripgate.CircuitBreaker:
     try:
-        breaker = tripgate.CircuitBreaker(
+        return tripgate.CircuitBreaker(
             name=name,
             fleet_quorum=int(number(quorum_arg, "quorum", integer=True)) if fleet_on else None,
             cooldown=number(flags.get("cooldown-ms", "5000"), "--cooldown-ms") / 1000,
@@ -85,8 +72,86 @@ def main(argv: List[str]) -> None:
         )
     except (TypeError, ValueError) as error:
         fail(str(error))
-    breaker.on_transition(lambda t: out({"type": "transition", "from": t.from_state, "to": t.to_state, "reason": t.reason}))
 
+
+class Member:
+    """The member's calls to the upstream through its breaker, and what it counts."""
+
+    def __init__(self, breaker: tripgate.CircuitBreaker, target: urllib.parse.SplitResult, label: str, call_timeout: float):
+        self.breaker, self.target, self.label, self.call_timeout = breaker, target, label, call_timeout
+        self.lock = threading.Lock()
+        self.sent = self.probes = 0
+        self.rejected: Dict[str, int] = {}
+        self.slowest = 0.0
+
+    def out(self, record: Dict[str, Any]) -> None:
+        line = json.dumps({**record, "t": time.time() * 1000, "label": self.label})
+        with self.lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+    def call(self) -> None:
+        started = time.perf_counter()
+        permit = self.breaker.acquire()
+        decided = time.perf_counter() - started
+        if not permit:
+            with self.lock:
+                self.rejected[permit.reason] = self.rejected.get(permit.reason, 0) + 1
+            return
+        with self.lock:
+            self.sent += 1
+            self.probes += int(permit.probe)
+        status = self.request(int(permit.probe))
+        recording = time.perf_counter()
+        permit.record(status)
+        decided += time.perf_counter() - recording
+        with self.lock:
+            self.slowest = max(self.slowest, decided)
+
+    def request(self, probe: int) -> str:
+        """One GET of the upstream, as an outcome name."""
+        target = self.target
+        try:
+            conn = http.client.HTTPConnection(target.hostname or "", target.port, timeout=self.call_timeout)
+            conn.request("GET", target.path or "/", headers={"X-Member": self.label, "X-Probe": str(probe)})
+            status = f"status:{conn.getresponse().status}"
+            conn.close()
+            return status
+        except TimeoutError:
+            return "timeout"
+        except OSError:
+            return "connection-error"
+
+    def drive(self, rate: float, duration: float) -> None:
+        """Calls at `rate` per second for `duration` seconds, each on a thread of its own."""
+        interval = 1 / rate
+        end = time.monotonic() + duration
+        next_at = time.monotonic()
+        calls: List[threading.Thread] = []
+        while time.monotonic() < end:
+            thread = threading.Thread(target=self.call, daemon=True)
+            thread.start()
+            calls.append(thread)
+            calls = [c for c in calls if c.is_alive()]
+            next_at += interval
+            time.sleep(max(0.0, next_at - time.monotonic()))
+        for thread in calls:
+            thread.join()
+
+
+def main(argv: List[str]) -> None:
+    positional, flags = parse(argv)
+    redis_url, name, upstream, quorum_arg, key, label, rate_arg, duration_arg = positional
+    target = urllib.parse.urlsplit(upstream)
+    if target.scheme != "http" or not target.hostname:
+        fail(f"upstream-url must be an http:// URL (got {upstream!r})")
+    fleet_on = quorum_arg not in ("off", "0")
+    rate = number(rate_arg, "rate-per-s")
+    duration = number(duration_arg, "duration-s")
+    call_timeout = number(flags.get("call-timeout-ms", "1000"), "--call-timeout-ms") / 1000
+    breaker = make_breaker(name, quorum_arg, fleet_on, flags, call_timeout)
+    member = Member(breaker, target, label, call_timeout)
+    breaker.on_transition(lambda t: member.out({"type": "transition", "from": t.from_state, "to": t.to_state, "reason": t.reason}))
     store = None
     if fleet_on:
         # Commas: a Redis Cluster's node URLs, as the Node member takes them.
@@ -95,55 +160,12 @@ def main(argv: List[str]) -> None:
         store = FleetStore.connect(**where, key=None if key == "-" else key, member=flags.get("member"))
         fleet = store.join(name, breaker)
         fleet.ready(5.0)
-    out({"type": "start", "member": None, "fleet": fleet_on, "quorum": None})
-
-    sent = probes = 0
-    rejected: Dict[str, int] = {}
-    slowest = 0.0
-
-    def call() -> None:
-        nonlocal sent, probes, slowest
-        started = time.perf_counter()
-        permit = breaker.acquire()
-        decided = time.perf_counter() - started
-        if not permit:
-            with lock:
-                rejected[permit.reason] = rejected.get(permit.reason, 0) + 1
-            return
-        with lock:
-            sent += 1
-            probes += int(permit.probe)
-        try:
-            conn = http.client.HTTPConnection(target.hostname or "", target.port, timeout=call_timeout)
-            conn.request("GET", target.path or "/", headers={"X-Member": label, "X-Probe": str(int(permit.probe))})
-            status = f"status:{conn.getresponse().status}"
-            conn.close()
-        except TimeoutError:
-            status = "timeout"
-        except OSError:
-            status = "connection-error"
-        recording = time.perf_counter()
-        permit.record(status)
-        decided += time.perf_counter() - recording
-        with lock:
-            slowest = max(slowest, decided)
-
-    interval = 1 / rate
-    end = time.monotonic() + duration
-    next_at = time.monotonic()
-    calls: List[threading.Thread] = []
-    while time.monotonic() < end:
-        thread = threading.Thread(target=call, daemon=True)
-        thread.start()
-        calls.append(thread)
-        calls = [c for c in calls if c.is_alive()]
-        next_at += interval
-        time.sleep(max(0.0, next_at - time.monotonic()))
-    for thread in calls:
-        thread.join()
+    member.out({"type": "start", "member": None, "fleet": fleet_on, "quorum": None})
+    member.drive(rate, duration)
     if store is not None:
         store.close()
-    out({"type": "summary", "member": None, "sent": sent, "probes": probes, "rejected": rejected, "max_decision_us": slowest * 1e6, "decisions_over_1ms": 0})
+    member.out({"type": "summary", "member": None, "sent": member.sent, "probes": member.probes, "rejected": member.rejected,
+                "max_decision_us": member.slowest * 1e6, "decisions_over_1ms": 0})
 
 
 if __name__ == "__main__":

@@ -358,7 +358,6 @@ fn name_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
     })
 }
 
-// long: to be split with the rework of python/ under issue 39
 pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
     let mut out = Options {
         config: Config::default(),
@@ -378,79 +377,89 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Op
         if value.is_none() && option != "fallback" {
             continue;
         }
-        if let Some(field) = Field::ALL
-            .iter()
-            .copied()
-            .find(|f| option_name(*f) == option)
-        {
-            set_field(py, &mut out.config, field, &option, &value)?;
-            continue;
-        }
-        match option.as_str() {
-            "name" => out.name = name_of(py, &value)?,
-            "clock" => {
-                out.clock = if let Ok(fake) = value.cast::<FakeClock>() {
-                    AnyClock::Fake(Arc::clone(&fake.get().inner))
-                } else if value.is_callable() {
-                    let clock =
-                        CallableClock::new(py, value.clone().unbind()).inspect_err(|e| {
-                            // Its own message and cause, naming the option.
-                            let _ = e.value(py).setattr("option", "clock");
-                        })?;
-                    AnyClock::Callable(Arc::new(clock))
-                } else {
-                    return Err(option_error(
-                        py,
-                        true,
-                        "clock",
-                        format!(
-                            "clock must be a tripgate.FakeClock or a callable returning monotonic seconds, not {}",
-                            type_name(&value)
-                        ),
-                    ));
-                };
-            }
-            "timeout" => {
-                let ns = seconds_to_ns(py, "timeout", &value)?;
-                if ns == 0 {
-                    return Err(option_error(
-                        py,
-                        false,
-                        "timeout",
-                        "timeout must be > 0".into(),
-                    ));
-                }
-                out.timeout = Some(ns);
-            }
-            "fallback" => out.fallback = Some(value.unbind()),
-            "classify" | "on_listener_error" => {
-                if !value.is_callable() {
-                    return Err(option_error(
-                        py,
-                        true,
-                        &option,
-                        format!("{option} must be callable, not {}", type_name(&value)),
-                    ));
-                }
-                if option == "classify" {
-                    out.classify = Some(value.unbind());
-                } else {
-                    out.on_listener_error = Some(value.unbind());
-                }
-            }
-            other => {
-                let hint = suggestion(other)
-                    .map(|s| format!(" (did you mean {s}?)"))
-                    .unwrap_or_default();
-                return Err(option_error(
-                    py,
-                    true,
-                    other,
-                    format!("unknown option {other}{hint}"),
-                ));
-            }
+        match Field::ALL.iter().find(|f| option_name(**f) == option) {
+            Some(&field) => set_field(py, &mut out.config, field, &option, &value)?,
+            None => host_option(py, &mut out, &option, value)?,
         }
     }
     out.config.validate().map_err(|e| config_error(py, e))?;
     Ok(out)
+}
+
+/// One of the package's own options (not the core's config): `name`, `clock`, `timeout`,
+/// `fallback`, `classify`, `on_listener_error`; anything else is unknown, with the
+/// nearest name suggested.
+fn host_option(
+    py: Python<'_>,
+    out: &mut Options,
+    option: &str,
+    value: Bound<'_, PyAny>,
+) -> PyResult<()> {
+    match option {
+        "name" => out.name = name_of(py, &value)?,
+        "clock" => out.clock = clock_of(py, &value)?,
+        "timeout" => {
+            let ns = seconds_to_ns(py, "timeout", &value)?;
+            if ns == 0 {
+                return Err(option_error(
+                    py,
+                    false,
+                    "timeout",
+                    "timeout must be > 0".into(),
+                ));
+            }
+            out.timeout = Some(ns);
+        }
+        "fallback" => out.fallback = Some(value.unbind()),
+        "classify" | "on_listener_error" => {
+            if !value.is_callable() {
+                return Err(option_error(
+                    py,
+                    true,
+                    option,
+                    format!("{option} must be callable, not {}", type_name(&value)),
+                ));
+            }
+            if option == "classify" {
+                out.classify = Some(value.unbind());
+            } else {
+                out.on_listener_error = Some(value.unbind());
+            }
+        }
+        other => {
+            let hint = suggestion(other)
+                .map(|s| format!(" (did you mean {s}?)"))
+                .unwrap_or_default();
+            return Err(option_error(
+                py,
+                true,
+                other,
+                format!("unknown option {other}{hint}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `clock` option: a `tripgate.FakeClock`, or a callable returning monotonic seconds.
+fn clock_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<AnyClock> {
+    if let Ok(fake) = value.cast::<FakeClock>() {
+        return Ok(AnyClock::Fake(Arc::clone(&fake.get().inner)));
+    }
+    if value.is_callable() {
+        let clock = CallableClock::new(py, value.clone().unbind()).inspect_err(|e| {
+            // Its own message and cause, naming the option.
+            let _ = e.value(py).setattr("option", "clock");
+        })?;
+        return Ok(AnyClock::Callable(Arc::new(clock)));
+    }
+    Err(option_error(
+        py,
+        true,
+        "clock",
+        format!(
+            "clock must be a tripgate.FakeClock or a callable returning monotonic seconds, not {}",
+            type_name(value)
+        ),
+    ))
 }

@@ -52,7 +52,6 @@ class Subject:
         self.transitions = []
 
 
-# long: to be split with the rework of python/ under issue 39
 def run(vector):
     options = options_of(vector.get("config", {}))
     if "config-error" in vector:
@@ -63,149 +62,196 @@ def run(vector):
         assert caught.value.option == option
         assert python_message(want["message"]) in str(caught.value)
         return
-    subject = Subject(options, 0)
-    permits, snapshots, last = {}, {}, 0
-    for index, step in enumerate(vector["steps"]):
-        where = f"step {index} {step}"
-        if step["at"] < last and not step.get("clock-steps-back"):
-            pytest.fail(f"{where}: time goes backwards")
-        last = max(last, step["at"])
-        expect = step.get("expect", {})
-        want_transitions = expect.get("transitions", [])
-        op = step["op"]
-        b = subject.breaker
-        if op == "acquire":
-            count = step.get("count", 1)
-            admitted = rejected = 0
-            caused = []
-            for _ in range(count):
-                subject.at(step)
-                p = b.acquire()
-                caused += subject.transitions
-                if p:
-                    if count == 1:
-                        if "admitted" in expect:
-                            assert expect["admitted"] is True, f"{where}: admitted"
-                        if "probe" in expect:
-                            assert p.probe == expect["probe"], f"{where}: probe"
-                    if "permit" in step:
-                        name = step["permit"] if count == 1 else f"{step['permit']}.{admitted}"
-                        permits[name] = p
-                    else:
-                        # Unnamed permits stay out (never recorded): keep them alive.
-                        permits[f"__unnamed.{index}.{admitted}"] = p
-                    admitted += 1
+    Run(options).steps(vector["steps"])
+
+
+class Run:
+    """One vector's steps on one breaker: a method per op, each checking its step's
+    expectations."""
+
+    def __init__(self, options):
+        self.options = options
+        self.subject = Subject(options, 0)
+        self.permits, self.snapshots = {}, {}
+
+    def steps(self, steps):
+        last = 0
+        for index, step in enumerate(steps):
+            self.index, self.step, self.where = index, step, f"step {index} {step}"
+            if step["at"] < last and not step.get("clock-steps-back"):
+                pytest.fail(f"{self.where}: time goes backwards")
+            last = max(last, step["at"])
+            self.expect = step.get("expect", {})
+            self.want_transitions = self.expect.get("transitions", [])
+            op = getattr(self, "op_" + step["op"].replace("-", "_"), None)
+            if op is None:
+                pytest.fail(f"{self.where}: unknown op {step['op']}")
+            op()
+            if "state" in self.expect:
+                self.subject.at(step)
+                assert self.b.state == self.expect["state"], f"{self.where}: state"
+
+    @property
+    def b(self):
+        return self.subject.breaker
+
+    def at(self):
+        self.subject.at(self.step)
+
+    def check_transitions(self, got, what="transitions"):
+        assert got == self.want_transitions, f"{self.where}: {what}"
+
+    def op_acquire(self):
+        step, expect, where = self.step, self.expect, self.where
+        count = step.get("count", 1)
+        admitted = rejected = 0
+        caused = []
+        for _ in range(count):
+            self.at()
+            p = self.b.acquire()
+            caused += self.subject.transitions
+            if p:
+                if count == 1:
+                    self.check_admitted(p)
+                if "permit" in step:
+                    name = step["permit"] if count == 1 else f"{step['permit']}.{admitted}"
+                    self.permits[name] = p
                 else:
-                    if count == 1:
-                        if "admitted" in expect:
-                            assert expect["admitted"] is False, f"{where}: admitted"
-                        if "rejected" in expect:
-                            assert p.reason == expect["rejected"], f"{where}: rejected"
-                        if "retry-after-ms" in expect:
-                            assert p.retry_after_ns // 1_000_000 == expect["retry-after-ms"], where
-                    rejected += 1
-            if "admitted-count" in expect:
-                assert admitted == expect["admitted-count"], f"{where}: admitted-count"
-            if "rejected-count" in expect:
-                assert rejected == expect["rejected-count"], f"{where}: rejected-count"
-            assert caused == want_transitions, f"{where}: transitions"
-        elif op == "record":
-            assert step["permit"] in permits, f"{where}: no permit {step['permit']}"
-            p = permits.pop(step["permit"])
-            subject.at(step)
-            try:
-                cls = p.record(step["outcome"])
-            except (ValueError, TypeError) as error:
-                assert expect.get("error"), f"{where}: record failed: {error}"
-                assert str(error), where
-                assert p.pending, f"{where}: a refused outcome leaves the permit out"
-                # Keep it alive: a permit the core refused stays out.
-                permits[f"__refused.{index}"] = p
+                    # Unnamed permits stay out (never recorded): keep them alive.
+                    self.permits[f"__unnamed.{self.index}.{admitted}"] = p
+                admitted += 1
             else:
-                assert not expect.get("error"), f"{where}: record succeeded; expected an error"
-                if "class" in expect:
-                    assert cls == expect["class"], f"{where}: class"
-                if "slow" in expect:
-                    assert p.slow == expect["slow"], f"{where}: slow"
-                if "stale" in expect:
-                    assert p.stale == expect["stale"], f"{where}: stale"
-                assert subject.transitions == want_transitions, f"{where}: transitions"
-        elif op == "state":
-            subject.at(step)
-            assert subject.transitions == want_transitions, f"{where}: transitions"
-        elif op == "metrics":
-            subject.at(step)
-            got = metrics_view(b.metrics())
-            for key, want in expect.get("metrics", {}).items():
-                assert key in got, f"{where}: metrics lack {key}"
-                assert got[key] == want, f"{where}: metrics.{key}"
-        elif op in ("isolate", "release", "disable", "reset"):
-            subject.at(step)
-            returned = [list(t.as_tuple()) for t in getattr(b, op)()]
-            assert returned == want_transitions, f"{where}: transitions"
-            assert subject.transitions == want_transitions, f"{where}: listener"
-        elif op == "export":
-            subject.at(step)
-            snapshots[step["snapshot"]] = b.export_state()
-        elif op == "import":
-            data = bytearray(snapshots[step["snapshot"]])
-            damage = step.get("damage")
-            if damage == "truncate":
-                data = data[:-1]
-            elif damage == "flip":
-                data[len(data) >> 1] ^= 0xFF
-            elif damage is not None:
-                pytest.fail(f"{where}: unknown damage {damage}")
-            if step.get("fresh"):
-                # The importer's own configuration, when the step gives one.
-                own = options_of(step["config"]) if "config" in step else options
-                subject = Subject(own, step["at"])
-                b = subject.breaker
-                permits.clear()
-            subject.at(step)
-            error = None
-            try:
-                b.import_state(bytes(data), step.get("elapsed-ms", 0) / 1000)
-            except tripgate.StateError as e:
-                error = e
-            if expect.get("error"):
-                assert error is not None, f"{where}: import succeeded; expected an error"
-                assert error.kind and str(error), where
-            else:
-                assert error is None, f"{where}: import failed: {error}"
-            assert subject.transitions == want_transitions, f"{where}: transitions"
-        elif op == "fleet-apply":
-            subject.at(step)
-            applied, caused = b._fleet_apply(step["generation"], step["kind"], step.get("remaining-ms", 0) * MS)
-            if "fleet-applied" in expect:
-                assert applied == expect["fleet-applied"], f"{where}: fleet-applied"
-            assert [list(t.as_tuple()) for t in caused] == want_transitions, f"{where}: transitions"
-            assert subject.transitions == want_transitions, f"{where}: listener"
-        elif op == "fleet-votes":
-            subject.at(step)
-            reached = b._fleet_votes([(member, age * MS) for member, age in step["votes"]])
-            if "quorum" in expect:
-                assert reached == expect["quorum"], f"{where}: quorum"
-        elif op == "fleet-store":
-            subject.at(step)
-            lease = step.get("lease-ms")
-            b._fleet_store(step.get("reachable", True), None if lease is None else lease * MS)
-        elif op == "fleet-announcement":
-            got = b._fleet_take_announcement()
-            if "announcement" in expect:
-                got = None if got is None else {"kind": got[0], "remaining-ms": got[1] // MS}
-                assert got == expect["announcement"], f"{where}: announcement"
-        elif op == "fleet-status":
-            subject.at(step)
-            got = {key.replace("_", "-"): value for key, value in b.fleet_status().items()}
-            for key, want in expect.get("fleet", {}).items():
-                assert key in got, f"{where}: fleet status lacks {key}"
-                assert got[key] == want, f"{where}: fleet.{key}"
+                if count == 1:
+                    self.check_rejected(p)
+                rejected += 1
+        if "admitted-count" in expect:
+            assert admitted == expect["admitted-count"], f"{where}: admitted-count"
+        if "rejected-count" in expect:
+            assert rejected == expect["rejected-count"], f"{where}: rejected-count"
+        self.check_transitions(caused)
+
+    def check_admitted(self, p):
+        if "admitted" in self.expect:
+            assert self.expect["admitted"] is True, f"{self.where}: admitted"
+        if "probe" in self.expect:
+            assert p.probe == self.expect["probe"], f"{self.where}: probe"
+
+    def check_rejected(self, p):
+        expect, where = self.expect, self.where
+        if "admitted" in expect:
+            assert expect["admitted"] is False, f"{where}: admitted"
+        if "rejected" in expect:
+            assert p.reason == expect["rejected"], f"{where}: rejected"
+        if "retry-after-ms" in expect:
+            assert p.retry_after_ns // 1_000_000 == expect["retry-after-ms"], where
+
+    def op_record(self):
+        step, expect, where = self.step, self.expect, self.where
+        assert step["permit"] in self.permits, f"{where}: no permit {step['permit']}"
+        p = self.permits.pop(step["permit"])
+        self.at()
+        try:
+            cls = p.record(step["outcome"])
+        except (ValueError, TypeError) as error:
+            assert expect.get("error"), f"{where}: record failed: {error}"
+            assert str(error), where
+            assert p.pending, f"{where}: a refused outcome leaves the permit out"
+            # Keep it alive: a permit the core refused stays out.
+            self.permits[f"__refused.{self.index}"] = p
+            return
+        assert not expect.get("error"), f"{where}: record succeeded; expected an error"
+        for key, got in (("class", cls), ("slow", p.slow), ("stale", p.stale)):
+            if key in expect:
+                assert got == expect[key], f"{where}: {key}"
+        self.check_transitions(self.subject.transitions)
+
+    def op_state(self):
+        self.at()
+        self.check_transitions(self.subject.transitions)
+
+    def op_metrics(self):
+        self.at()
+        got = metrics_view(self.b.metrics())
+        for key, want in self.expect.get("metrics", {}).items():
+            assert key in got, f"{self.where}: metrics lack {key}"
+            assert got[key] == want, f"{self.where}: metrics.{key}"
+
+    def manual(self):
+        self.at()
+        returned = [list(t.as_tuple()) for t in getattr(self.b, self.step["op"])()]
+        self.check_transitions(returned)
+        self.check_transitions(self.subject.transitions, "listener")
+
+    op_isolate = op_release = op_disable = op_reset = manual
+
+    def op_export(self):
+        self.at()
+        self.snapshots[self.step["snapshot"]] = self.b.export_state()
+
+    def op_import(self):
+        step, expect, where = self.step, self.expect, self.where
+        data = damaged(bytearray(self.snapshots[step["snapshot"]]), step.get("damage"), where)
+        if step.get("fresh"):
+            # The importer's own configuration, when the step gives one.
+            own = options_of(step["config"]) if "config" in step else self.options
+            self.subject = Subject(own, step["at"])
+            self.permits.clear()
+        self.at()
+        error = None
+        try:
+            self.b.import_state(bytes(data), step.get("elapsed-ms", 0) / 1000)
+        except tripgate.StateError as e:
+            error = e
+        if expect.get("error"):
+            assert error is not None, f"{where}: import succeeded; expected an error"
+            assert error.kind and str(error), where
         else:
-            pytest.fail(f"{where}: unknown op {op}")
-        if "state" in expect:
-            subject.at(step)
-            assert b.state == expect["state"], f"{where}: state"
+            assert error is None, f"{where}: import failed: {error}"
+        self.check_transitions(self.subject.transitions)
+
+    def op_fleet_apply(self):
+        step = self.step
+        self.at()
+        applied, caused = self.b._fleet_apply(step["generation"], step["kind"], step.get("remaining-ms", 0) * MS)
+        if "fleet-applied" in self.expect:
+            assert applied == self.expect["fleet-applied"], f"{self.where}: fleet-applied"
+        self.check_transitions([list(t.as_tuple()) for t in caused])
+        self.check_transitions(self.subject.transitions, "listener")
+
+    def op_fleet_votes(self):
+        self.at()
+        reached = self.b._fleet_votes([(member, age * MS) for member, age in self.step["votes"]])
+        if "quorum" in self.expect:
+            assert reached == self.expect["quorum"], f"{self.where}: quorum"
+
+    def op_fleet_store(self):
+        self.at()
+        lease = self.step.get("lease-ms")
+        self.b._fleet_store(self.step.get("reachable", True), None if lease is None else lease * MS)
+
+    def op_fleet_announcement(self):
+        got = self.b._fleet_take_announcement()
+        if "announcement" in self.expect:
+            got = None if got is None else {"kind": got[0], "remaining-ms": got[1] // MS}
+            assert got == self.expect["announcement"], f"{self.where}: announcement"
+
+    def op_fleet_status(self):
+        self.at()
+        got = {key.replace("_", "-"): value for key, value in self.b.fleet_status().items()}
+        for key, want in self.expect.get("fleet", {}).items():
+            assert key in got, f"{self.where}: fleet status lacks {key}"
+            assert got[key] == want, f"{self.where}: fleet.{key}"
+
+
+def damaged(data, damage, where):
+    """A snapshot's bytes as the step damages them: one byte short, or one flipped."""
+    if damage == "truncate":
+        return data[:-1]
+    if damage == "flip":
+        data[len(data) >> 1] ^= 0xFF
+    elif damage is not None:
+        pytest.fail(f"{where}: unknown damage {damage}")
+    return data
 
 
 @pytest.mark.parametrize("name,vector", VECTORS, ids=[n for n, _ in VECTORS])

@@ -122,7 +122,6 @@ impl Breaker {
     /// Starts a guarded await: the permit is taken now and `fn` called; the coroutine
     /// returned (of `_run`, `_run_fallback`, or `_run_timed` with a budget: see
     /// [`Coroutines`]) awaits its awaitable and records the outcome.
-    // long: to be split with the rework of python/ under issue 39
     pub(super) fn start_async<'py>(
         slf: &Bound<'py, Self>,
         f: &Bound<'py, PyAny>,
@@ -135,18 +134,10 @@ impl Breaker {
         let this = slf.get().built()?;
         this.refresh(py);
         let helpers = coroutines(py)?;
-        // A value or an error decided before any await, as a coroutine.
-        let decided = |result: PyResult<Bound<'py, PyAny>>| match result {
-            Ok(value) => helpers.value.bind(py).call1((value,)),
-            Err(error) => helpers
-                .raise
-                .bind(py)
-                .call1((report::exception(py, &error),)),
-        };
         let permit = match this.inner.acquire_owned() {
             Ok(permit) => Self::new_permit(slf, permit)?,
             Err(rejection) => {
-                return decided(match &fallback {
+                let answer = match &fallback {
                     Some(fallback) if !fallback.bind(py).is_callable() => {
                         Ok(fallback.bind(py).clone())
                     }
@@ -154,62 +145,16 @@ impl Breaker {
                         .and_then(|error| fallback.bind(py).call1((error,))),
                     None => open_error(py, &rejection, &this.shared.name)
                         .and_then(|error| Err(PyErr::from_value(error))),
-                });
+                };
+                return helpers.decided(py, answer);
             }
         };
         let awaitable = match f.call(args, kwargs) {
             Ok(awaitable) => awaitable,
-            Err(error) => {
-                let value = report::exception(py, &error);
-                if outcome::is_interrupt(&value) {
-                    // Raised now rather than when awaited: an interrupt must not wait on
-                    // a coroutine somebody may never await.
-                    permit.borrow_mut().finish(py, Outcome::Cancelled);
-                    return Err(error);
-                }
-                let outcome = match this.outcome_of_error(py, &value) {
-                    Ok(outcome) => outcome,
-                    Err(interrupt) => {
-                        permit.borrow_mut().finish(py, Outcome::Cancelled);
-                        return Err(interrupt);
-                    }
-                };
-                permit.borrow_mut().finish(py, outcome);
-                return decided(match &fallback {
-                    Some(fallback) => fall_back(fallback.bind(py), &value),
-                    None => Err(error),
-                });
-            }
+            Err(error) => return this.failed_to_start(py, helpers, &permit, error, fallback),
         };
-        let coroutine = COROUTINE.import(py, "types", "CoroutineType")?;
-        if !awaitable.is_instance(coroutine)?
-            && !awaitable.hasattr(pyo3::intern!(py, "__await__"))?
-        {
-            // Not an awaitable: the call never happened.
-            permit.borrow_mut().finish(py, Outcome::Cancelled);
-            return Err(PyTypeError::new_err(format!(
-                "call_async needs a function that returns an awaitable, got {}",
-                awaitable.get_type().name()?
-            )));
-        }
-        match (timeout, fallback) {
-            (None, None) => helpers.run.bind(py).call1((permit, awaitable)),
-            (None, Some(fallback)) => helpers
-                .run_fallback
-                .bind(py)
-                .call1((permit, awaitable, fallback)),
-            (Some(budget), fallback) => {
-                let has_fallback = fallback.is_some();
-                let fallback = fallback.unwrap_or_else(|| py.None());
-                helpers.run_timed.bind(py).call1((
-                    permit,
-                    awaitable,
-                    budget,
-                    has_fallback,
-                    fallback,
-                ))
-            }
-        }
+        awaitable_or_cancel(py, &permit, &awaitable)?;
+        helpers.frame(py, permit, awaitable, timeout, fallback)
     }
 
     pub(super) fn new_permit<'py>(
@@ -230,7 +175,99 @@ impl Breaker {
     }
 }
 
+/// Checks that `fn` returned an awaitable; if not, the call never happened: its permit
+/// is released as `cancelled` and the error says what came back.
+fn awaitable_or_cancel(
+    py: Python<'_>,
+    permit: &Bound<'_, Permit>,
+    awaitable: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let coroutine = COROUTINE.import(py, "types", "CoroutineType")?;
+    if awaitable.is_instance(coroutine)? || awaitable.hasattr(pyo3::intern!(py, "__await__"))? {
+        return Ok(());
+    }
+    permit.borrow_mut().finish(py, Outcome::Cancelled);
+    Err(PyTypeError::new_err(format!(
+        "call_async needs a function that returns an awaitable, got {}",
+        awaitable.get_type().name()?
+    )))
+}
+
+impl Coroutines {
+    /// A value or an error decided before any await, as a coroutine.
+    fn decided<'py>(
+        &self,
+        py: Python<'py>,
+        result: PyResult<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match result {
+            Ok(value) => self.value.bind(py).call1((value,)),
+            Err(error) => self.raise.bind(py).call1((report::exception(py, &error),)),
+        }
+    }
+
+    /// The coroutine that awaits `awaitable` under `permit`, within `timeout` if given,
+    /// falling back to `fallback` if given.
+    fn frame<'py>(
+        &self,
+        py: Python<'py>,
+        permit: Bound<'py, Permit>,
+        awaitable: Bound<'py, PyAny>,
+        timeout: Option<f64>,
+        fallback: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match (timeout, fallback) {
+            (None, None) => self.run.bind(py).call1((permit, awaitable)),
+            (None, Some(fallback)) => self
+                .run_fallback
+                .bind(py)
+                .call1((permit, awaitable, fallback)),
+            (Some(budget), fallback) => {
+                let has_fallback = fallback.is_some();
+                let fallback = fallback.unwrap_or_else(|| py.None());
+                self.run_timed
+                    .bind(py)
+                    .call1((permit, awaitable, budget, has_fallback, fallback))
+            }
+        }
+    }
+}
+
 impl Built {
+    /// `fn` raised instead of returning an awaitable: the outcome is recorded now (an
+    /// interrupt is raised now, rather than when awaited: it must not wait on a coroutine
+    /// somebody may never await), and the answer, or the fallback's, is a coroutine.
+    fn failed_to_start<'py>(
+        &self,
+        py: Python<'py>,
+        helpers: &Coroutines,
+        permit: &Bound<'py, Permit>,
+        error: PyErr,
+        fallback: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let value = report::exception(py, &error);
+        if outcome::is_interrupt(&value) {
+            permit.borrow_mut().finish(py, Outcome::Cancelled);
+            return Err(error);
+        }
+        match self.outcome_of_error(py, &value) {
+            Ok(outcome) => {
+                permit.borrow_mut().finish(py, outcome);
+            }
+            Err(interrupt) => {
+                permit.borrow_mut().finish(py, Outcome::Cancelled);
+                return Err(interrupt);
+            }
+        }
+        helpers.decided(
+            py,
+            match &fallback {
+                Some(fallback) => fall_back(fallback.bind(py), &value),
+                None => Err(error),
+            },
+        )
+    }
+
     /// The `Rejection` for `rejection`.
     pub(super) fn rejection<'py>(
         &self,
@@ -312,7 +349,6 @@ impl Built {
     }
 
     /// The guarded call: acquire, run, classify, record, fall back.
-    // long: to be split with the rework of python/ under issue 39
     #[allow(clippy::too_many_arguments)]
     pub(super) fn guarded<'py>(
         &self,
@@ -327,20 +363,7 @@ impl Built {
         clock.refresh(py);
         let permit = match self.inner.acquire() {
             Ok(permit) => permit,
-            Err(rejection) => {
-                return match fallback {
-                    // A fallback value needs no exception made.
-                    Some(fallback) if !fallback.is_callable() => Ok(fallback.clone()),
-                    Some(fallback) => {
-                        fallback.call1((open_error(py, &rejection, &self.shared.name)?,))
-                    }
-                    None => Err(PyErr::from_value(open_error(
-                        py,
-                        &rejection,
-                        &self.shared.name,
-                    )?)),
-                };
-            }
+            Err(rejection) => return self.turned_away(py, &rejection, fallback),
         };
         let started = timeout.map(|_| self.inner.clock().now());
         let result = f.call(args, kwargs);
@@ -352,52 +375,94 @@ impl Built {
             _ => false,
         };
         match result {
-            Ok(value) => {
-                if !outcome::plain(&value) {
-                    if let Some(what) = outcome::lazy(&value)? {
-                        permit.record(Outcome::Cancelled);
-                        return Err(not_run(py, f, &value, what));
-                    }
-                }
-                let outcome = if late {
-                    Ok(Outcome::Timeout)
-                } else {
-                    self.outcome_of_value(py, &value)
-                };
-                match outcome {
-                    Ok(outcome) => {
-                        permit.record(outcome);
-                        Ok(value)
-                    }
-                    Err(interrupt) => {
-                        permit.record(Outcome::Cancelled);
-                        Err(interrupt)
-                    }
-                }
+            Ok(value) => self.returned(py, f, permit, value, late),
+            Err(error) => self.raised(py, permit, error, late, fallback),
+        }
+    }
+
+    /// A call turned away: the fallback's answer (a value needs no exception made), or
+    /// `CircuitOpenError`.
+    fn turned_away<'py>(
+        &self,
+        py: Python<'py>,
+        rejection: &CoreRejection,
+        fallback: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match fallback {
+            Some(fallback) if !fallback.is_callable() => Ok(fallback.clone()),
+            Some(fallback) => fallback.call1((open_error(py, rejection, &self.shared.name)?,)),
+            None => Err(PyErr::from_value(open_error(
+                py,
+                rejection,
+                &self.shared.name,
+            )?)),
+        }
+    }
+
+    /// The call returned `value`: recorded by its outcome (a timeout when `late`); work
+    /// that has not run (a generator, a coroutine) is refused and the call cancelled.
+    fn returned<'py>(
+        &self,
+        py: Python<'py>,
+        f: &Bound<'py, PyAny>,
+        permit: tripgate::Permit<'_, AnyClock>,
+        value: Bound<'py, PyAny>,
+        late: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if !outcome::plain(&value) {
+            if let Some(what) = outcome::lazy(&value)? {
+                permit.record(Outcome::Cancelled);
+                return Err(not_run(py, f, &value, what));
             }
-            Err(error) => {
-                let value = report::exception(py, &error);
-                // An interrupt (KeyboardInterrupt, SystemExit, a cancelled task) is the
-                // caller giving up, late or not: cancelled, raised, never replaced.
-                let interrupt = outcome::is_interrupt(&value);
-                let outcome = match (interrupt, late) {
-                    (true, _) => Ok(Outcome::Cancelled),
-                    (false, true) => Ok(Outcome::Timeout),
-                    (false, false) => self.outcome_of_error(py, &value),
-                };
-                let outcome = match outcome {
-                    Ok(outcome) => outcome,
-                    Err(interrupt) => {
-                        permit.record(Outcome::Cancelled);
-                        return Err(interrupt);
-                    }
-                };
+        }
+        let outcome = if late {
+            Ok(Outcome::Timeout)
+        } else {
+            self.outcome_of_value(py, &value)
+        };
+        match outcome {
+            Ok(outcome) => {
                 permit.record(outcome);
-                match fallback {
-                    Some(fallback) if !interrupt => fall_back(fallback, &value),
-                    _ => Err(error),
-                }
+                Ok(value)
             }
+            Err(interrupt) => {
+                permit.record(Outcome::Cancelled);
+                Err(interrupt)
+            }
+        }
+    }
+
+    /// The call raised `error`: recorded by its outcome (a timeout when `late`), then the
+    /// fallback's answer or the error. An interrupt (KeyboardInterrupt, SystemExit, a
+    /// cancelled task) is the caller giving up, late or not: cancelled, raised, never
+    /// replaced.
+    fn raised<'py>(
+        &self,
+        py: Python<'py>,
+        permit: tripgate::Permit<'_, AnyClock>,
+        error: PyErr,
+        late: bool,
+        fallback: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let value = report::exception(py, &error);
+        let interrupt = outcome::is_interrupt(&value);
+        let outcome = match (interrupt, late) {
+            (true, _) => Ok(Outcome::Cancelled),
+            (false, true) => Ok(Outcome::Timeout),
+            (false, false) => self.outcome_of_error(py, &value),
+        };
+        match outcome {
+            Ok(outcome) => {
+                permit.record(outcome);
+            }
+            Err(interrupt) => {
+                permit.record(Outcome::Cancelled);
+                return Err(interrupt);
+            }
+        }
+        match fallback {
+            Some(fallback) if !interrupt => fall_back(fallback, &value),
+            _ => Err(error),
         }
     }
 
