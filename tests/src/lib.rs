@@ -7,6 +7,7 @@
 //! the same code checked them.
 
 mod config;
+pub mod conformance;
 pub mod exposition;
 pub mod protocol;
 mod run;
