@@ -186,6 +186,9 @@ fn spec_allows(c: &Config) -> bool {
         && c.window >= u64::from(c.buckets)
         && c.window_calls
             .is_none_or(|n| (1..=1024).contains(&n) && u32::from(n) >= c.min_calls)
+        // One window: a count window with a time window's span or buckets set apart from
+        // their defaults (30 s, 10) is refused.
+        && (c.window_calls.is_none() || (c.window == 30 * SECOND && c.buckets == 10))
         && c.cooldown > 0
         && c.backoff_factor.is_finite()
         && (1.0..=1000.0).contains(&c.backoff_factor)
@@ -328,6 +331,21 @@ fn model_config(u: &mut Unstructured<'_>) -> Result<Config> {
         probe_timeout: input::duration(u)?.clamp(1, 3600 * SECOND),
         ..d
     })
+    .map(one_window)
+}
+
+/// A count window keeps the time window's span and buckets at their defaults (the config
+/// rule): the bytes drawn for them go unused, so every input draws the same.
+fn one_window(c: Config) -> Config {
+    let d = Config::default();
+    match c.window_calls {
+        Some(_) => Config {
+            window: d.window,
+            buckets: d.buckets,
+            ..c
+        },
+        None => c,
+    }
 }
 
 fn model_reading(u: &mut Unstructured<'_>) -> Result<model::Reading> {
