@@ -295,7 +295,7 @@ fn model_config(u: &mut Unstructured<'_>) -> Result<Config> {
     let min_calls = u.int_in_range(1..=8)?;
     let buckets = u.int_in_range(1..=64)?;
     let cooldown = input::duration(u)?.clamp(1, 3600 * SECOND);
-    Ok(Config {
+    Ok(one_window(Config {
         failure_threshold: u.int_in_range(1..=8)?,
         min_calls,
         failure_rate: if u.arbitrary()? {
@@ -330,8 +330,7 @@ fn model_config(u: &mut Unstructured<'_>) -> Result<Config> {
         half_open_required_successes: u.int_in_range(1..=5)?,
         probe_timeout: input::duration(u)?.clamp(1, 3600 * SECOND),
         ..d
-    })
-    .map(one_window)
+    }))
 }
 
 /// A count window keeps the time window's span and buckets at their defaults (the config
