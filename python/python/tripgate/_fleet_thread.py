@@ -96,6 +96,7 @@ class StoreThread:
         self.last_error: Optional[str] = None
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.waker.fileno(), selectors.EVENT_READ, "wake")
+        self._turning = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="tripgate-fleet", daemon=True)
         self._thread.start()
 
@@ -148,7 +149,29 @@ class StoreThread:
 
     def _turn(self) -> bool:
         """One turn of the loop: what woke the thread, then sleep until something happens.
-        False once the store is closed."""
+        False once the store is closed. The work is done holding ``_turning``, so that a
+        fork waits for it (``hold``) and never copies this thread mid-import, mid-command
+        or holding a lock into a child; the sleep is not."""
+        with self._turning:
+            if not self._work():
+                return False
+            wait = self._wait()
+        self._selector.select(wait)
+        return True
+
+    def hold(self) -> bool:
+        """Before a fork: waits until this thread is between turns and keeps it there until
+        ``release``. False (nothing held) when called from this thread itself."""
+        if threading.current_thread() is self._thread:
+            return False
+        self._turning.acquire()
+        return True
+
+    def release(self) -> None:
+        """After a fork, in the parent: the thread carries on."""
+        self._turning.release()
+
+    def _work(self) -> bool:
         self.waker.drain()
         while self._requests:
             kind, entry = self._requests.popleft()
@@ -168,7 +191,6 @@ class StoreThread:
         self._subscriptions_due(time.monotonic_ns())
         self._moves_due(time.monotonic_ns())
         self._timers_due(time.monotonic_ns())
-        self._selector.select(self._wait())
         return True
 
     def _wait(self) -> Optional[float]:

@@ -345,10 +345,30 @@ _TOKEN = object()
 _STORES: Set[FleetStore] = set()
 
 
+# The stores whose threads a fork in progress holds between turns.
+_HELD: List[FleetStore] = []
+
+
+def _before_fork() -> None:
+    # A thread copied into the child mid-turn could leave it a module half imported (the
+    # parent's first connect imports lazily) or a lock held for good: the fork waits for
+    # each store's thread to finish its turn (at most a store timeout).
+    for store in list(_STORES):
+        if store._thread.hold():
+            _HELD.append(store)
+
+
+def _after_fork_in_parent() -> None:
+    while _HELD:
+        _HELD.pop()._thread.release()
+
+
 def _after_fork_in_child() -> None:
+    # The parent's threads are not here: what they held is the forsaken threads' own.
+    _HELD.clear()
     for store in list(_STORES):
         store._forked()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
