@@ -12,7 +12,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Client, ErrorKind, PushInfo, RedisError, Script, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tripgate_core::fleet::protocol::{Command, Reply};
-use tripgate_core::fleet::scripts::{self, Script as FleetScript};
+use tripgate_core::fleet::scripts::Script as FleetScript;
 use tripgate_core::fleet::store::{self, FaultKind};
 use tripgate_core::fleet::wire::Keys;
 
@@ -65,40 +65,17 @@ impl StoreError {
 }
 
 /// The scripts, hashed once per process.
-pub(crate) struct Scripts {
-    read: Script,
-    vote: Script,
-    take: Script,
-    renew: Script,
-    release: Script,
-    repair: Script,
-    publish: Script,
-}
+pub(crate) struct Scripts([Script; FleetScript::ALL.len()]);
 
 impl Scripts {
     /// The script the core names.
     fn get(&self, script: FleetScript) -> &Script {
-        match script {
-            FleetScript::Read => &self.read,
-            FleetScript::Vote => &self.vote,
-            FleetScript::Take => &self.take,
-            FleetScript::Renew => &self.renew,
-            FleetScript::Release => &self.release,
-            FleetScript::Repair => &self.repair,
-            FleetScript::Publish => &self.publish,
-        }
+        let at = FleetScript::ALL.iter().position(|&s| s == script);
+        &self.0[at.unwrap_or(0)]
     }
 
     pub(crate) fn new() -> Self {
-        Self {
-            read: Script::new(scripts::READ),
-            vote: Script::new(scripts::VOTE),
-            take: Script::new(scripts::TAKE),
-            renew: Script::new(scripts::RENEW),
-            release: Script::new(scripts::RELEASE),
-            repair: Script::new(scripts::REPAIR),
-            publish: Script::new(scripts::PUBLISH),
-        }
+        Self(FleetScript::ALL.map(|s| Script::new(s.source())))
     }
 }
 
