@@ -2,10 +2,11 @@
 //!
 //! 1. The shipped component, `component/wasmtime/tripgate.wasm` (what `tripgate-wasmtime`
 //!    embeds and `tripgate-artifacts` builds, stripped), or `TRIPGATE_COMPONENT` when set.
-//! 2. The guard, `component/http-guard`, for `wasm32-wasip2` in the `wasm` profile, and
-//!    again with its `bare` feature (no breaker, no store: the baseline) and with its
-//!    `draft` feature (`wasi:keyvalue@0.2.0-draft`), each in a target directory of its
-//!    own, so no build undoes another's.
+//! 2. The guard, `component/http-guard`, built by `tripgate-artifacts` for `wasm32-wasip2`
+//!    in the `wasm` profile, and again with its `bare` feature (no breaker, no store: the
+//!    baseline) and with its `draft` feature (`wasi:keyvalue@0.2.0-draft`), each in a
+//!    target directory of its own, so no build undoes another's. The script reruns when a
+//!    file one of those builds read changes, or the tripgate component's bytes do.
 //! 3. wac-graph plugs the tripgate component's `tripgate:breaker/circuit-breaker` export
 //!    into the guard's import (what `wac plug` does) and encodes one component, validated.
 //!
@@ -17,7 +18,8 @@
 
 use std::env;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+
+use tripgate_artifacts::Guest;
 
 fn main() {
     if let Err(message) = run() {
@@ -36,20 +38,6 @@ fn run() -> Result<(), String> {
         .nth(4)
         .ok_or("cannot find the target directory from OUT_DIR")?
         .to_path_buf();
-    // What the guests are made of, and no more: an edit elsewhere under component/ (the
-    // hosts, the tripgate component's sources, which reach here only through the shipped
-    // bytes) builds nothing again.
-    for input in [
-        "component/http-guard/src",
-        "component/http-guard/wit",
-        "component/http-guard/Cargo.toml",
-        "component/wasmtime/tripgate.wasm",
-        "wit",
-        "Cargo.toml",
-        "Cargo.lock",
-    ] {
-        println!("cargo:rerun-if-changed={}", workspace.join(input).display());
-    }
     println!("cargo:rerun-if-env-changed=TRIPGATE_COMPONENT");
 
     let Guests {
@@ -100,7 +88,9 @@ struct Guests {
     draft: PathBuf,
 }
 
-/// Builds what `Guests` holds (steps 1 and 2), each build in a target directory of its own.
+/// Builds what `Guests` holds (steps 1 and 2), each build in a target directory of its
+/// own, and has cargo run this script again when a file one of them read changes, or the
+/// tripgate component's bytes do (an edit elsewhere builds nothing again).
 fn guests(workspace: &Path, target_dir: &Path) -> Result<Guests, String> {
     // The tripgate component as shipped (`tripgate-wasmtime` embeds these bytes, and
     // `tripgate-artifacts check` keeps them what the sources build), or another build of it.
@@ -108,33 +98,24 @@ fn guests(workspace: &Path, target_dir: &Path) -> Result<Guests, String> {
         Some(path) => PathBuf::from(path),
         None => workspace.join("component/wasmtime/tripgate.wasm"),
     };
-    cargo(
-        workspace,
-        target_dir,
-        &["-p", "tripgate-http-guard", "--profile", "wasm"],
-    )?;
-    let guard = target_dir.join("wasm32-wasip2/wasm/tripgate_http_guard.wasm");
-    let built = |feature: &str| -> Result<PathBuf, String> {
-        let dir = target_dir.join(format!("tripgate-edge-{feature}"));
-        cargo(
-            workspace,
-            &dir,
-            &[
-                "-p",
-                "tripgate-http-guard",
-                "--features",
-                feature,
-                "--profile",
-                "wasm",
-            ],
-        )?;
-        Ok(dir.join("wasm32-wasip2/wasm/tripgate_http_guard.wasm"))
+    println!("cargo:rerun-if-changed={}", tripgate.display());
+    let build = |features: &'static [&'static str], dir: PathBuf| -> Result<PathBuf, String> {
+        let guest = Guest {
+            package: "tripgate-http-guard",
+            dir: "component/http-guard",
+            profile: "wasm",
+            features,
+        };
+        let built = guest.build(workspace, &dir)?;
+        built.rerun_if_changed();
+        Ok(built.wasm)
     };
+    let own = |feature: &str| target_dir.join(format!("tripgate-edge-{feature}"));
     Ok(Guests {
         tripgate,
-        guard,
-        bare: built("bare")?,
-        draft: built("draft")?,
+        guard: build(&[], target_dir.to_path_buf())?,
+        bare: build(&["bare"], own("bare"))?,
+        draft: build(&["draft"], own("draft"))?,
     })
 }
 
@@ -325,46 +306,4 @@ fn compose(tripgate: Vec<u8>, guard: Vec<u8>) -> Result<Vec<u8>, Box<dyn std::er
     let guard = graph.register_package(guard)?;
     plug(&mut graph, vec![tripgate], guard)?;
     Ok(graph.encode(EncodeOptions::default())?)
-}
-
-/// A nested `cargo build --target wasm32-wasip2` of a workspace crate into `target_dir`.
-fn cargo(workspace: &Path, target_dir: &Path, args: &[&str]) -> Result<(), String> {
-    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(&cargo);
-    command
-        .args(["build", "--target", "wasm32-wasip2"])
-        .args(args)
-        .arg("--target-dir")
-        .arg(target_dir)
-        .current_dir(workspace)
-        .stdout(Stdio::null());
-    // The outer build's settings are for the host crate, not for a wasm guest.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_BUILD_TARGET",
-        "CARGO_TARGET_DIR",
-        "CARGO_PRIMARY_PACKAGE",
-    ] {
-        command.env_remove(var);
-    }
-    for (key, _) in env::vars_os() {
-        let key = key.to_string_lossy();
-        if key.starts_with("CARGO_PROFILE_") || key.starts_with("CARGO_FEATURE_") {
-            command.env_remove(&*key);
-        }
-    }
-    let status = command
-        .status()
-        .map_err(|e| format!("running cargo: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "`cargo build --target wasm32-wasip2 {}` failed ({status}); run it in {} to see why \
-             (is the wasm32-wasip2 target installed? `rustup target add wasm32-wasip2`)",
-            args.join(" "),
-            workspace.display()
-        ))
-    }
 }

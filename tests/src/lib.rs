@@ -6,6 +6,7 @@
 //! The native core and the wasmtime host share this runner, so "the same decisions" means
 //! the same code checked them.
 
+pub mod collectors;
 mod config;
 pub mod conformance;
 pub mod exposition;

@@ -12,6 +12,7 @@ use tripgate::prometheus::{self, client};
 use tripgate::{
     Breaker, Clock, CoarseClock, Config, FakeClock, Nanos, OwnedPermit, Registry, MILLISECOND,
 };
+use tripgate_vectors::collectors::{self, scrape};
 use tripgate_vectors::exposition::{self as shared, Host};
 use tripgate_vectors::trace::capture;
 use tripgate_vectors::{VectorConfig, VectorOutcome};
@@ -81,26 +82,13 @@ impl Host for Native {
     }
 }
 
-fn scrape(metrics: &client::registry::Registry) -> (String, String) {
-    let mut text = String::new();
-    client::encoding::prometheus_text::encode(&mut text, metrics).unwrap();
-    let mut openmetrics = String::new();
-    client::encoding::text::encode(&mut openmetrics, metrics).unwrap();
-    (text, openmetrics)
-}
-
 #[test]
 fn the_registry_collector_exposes_the_shared_scenario_as_every_host_does() {
     let mut native = Native::new();
     shared::run_scenario(&mut native).unwrap();
-    let mut metrics = client::registry::Registry::default();
-    metrics.register_collector(Box::new(
-        prometheus::Exposition::new().registry(Arc::clone(&native.registry)),
-    ));
-    let (text, openmetrics) = scrape(&metrics);
-    shared::promtool_check(&text).unwrap();
-    shared::assert_matches_expected(&text).unwrap();
-    shared::assert_matches_expected(&openmetrics).unwrap();
+    let (_, openmetrics) =
+        collectors::the_registry_collector_exposes_the_scenario(Arc::clone(&native.registry))
+            .unwrap();
     assert!(openmetrics.contains("# TYPE tripgate_rejections counter\n"));
     assert!(openmetrics.contains("# UNIT tripgate_time_in_state_seconds seconds\n"));
 }
@@ -183,13 +171,8 @@ fn a_breaker_collector_labels_its_breaker_and_sees_later_calls() {
 
 #[test]
 fn a_registrys_breakers_emit_a_tracing_event_per_transition() {
-    let mut native = Native::new();
-    let ((), events) = capture(|| shared::run_scenario(&mut native).unwrap());
-    let seen: Vec<String> = events
-        .iter()
-        .map(|e| shared::event_line(e).unwrap())
-        .collect();
-    assert_eq!(seen, shared::SCENARIO_EVENTS);
+    let events =
+        collectors::the_scenario_emits_an_event_per_transition(&mut Native::new()).unwrap();
     assert_eq!(
         events[0].field("message"),
         r#"circuit breaker search "eu"\1: closed -> open (hung-calls)"#
@@ -228,11 +211,11 @@ fn any_number_of_collectors_in_one_registry_give_a_valid_exposition() {
     metrics.register_collector(Box::new(group.breaker("audit", Arc::clone(&audit))));
     let first = native.registry.names()[0].clone();
     metrics.register_collector(Box::new(group.breaker(first.clone(), Arc::clone(&ledger))));
+    let mut names = native.registry.names();
+    names.extend(["ledger".to_string(), "audit".to_string()]);
     for _ in 0..2 {
-        let (text, openmetrics) = scrape(&metrics);
-        shared::promtool_check(&text).unwrap();
-        assert_eq!(text.matches("# HELP tripgate_state ").count(), 1, "{text}");
-        assert_eq!(openmetrics.matches("# TYPE tripgate_state ").count(), 1);
+        collectors::each_family_is_written_once(&metrics, &names).unwrap();
+        let (text, _) = scrape(&metrics);
         let families = shared::normalise(&text).unwrap();
         let states = &families["tripgate_state"].samples;
         let named = |name: &str| {
@@ -258,9 +241,6 @@ fn two_breaker_collectors_of_the_default_group_give_a_valid_exposition() {
     let mut metrics = client::registry::Registry::default();
     metrics.register_collector(Box::new(prometheus::breaker("default-a", a)));
     metrics.register_collector(Box::new(prometheus::breaker("default-b", b)));
-    let (text, _) = scrape(&metrics);
-    shared::promtool_check(&text).unwrap();
-    assert_eq!(text.matches("# HELP tripgate_state ").count(), 1, "{text}");
-    assert!(text.contains(r#"tripgate_state{breaker="default-a",state="closed"} 1"#));
-    assert!(text.contains(r#"tripgate_state{breaker="default-b",state="closed"} 1"#));
+    let names = ["default-a".to_string(), "default-b".to_string()];
+    collectors::each_family_is_written_once(&metrics, &names).unwrap();
 }

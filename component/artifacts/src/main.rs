@@ -14,7 +14,9 @@
 
 use std::env;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
+
+use tripgate_artifacts::Guest;
 
 mod strip;
 
@@ -83,37 +85,21 @@ fn workspace() -> Result<PathBuf, String> {
 
 /// Builds the tripgate component and returns it as shipped: without debug names.
 fn component(root: &Path) -> Result<Vec<u8>, String> {
-    let args = [
-        "build",
-        "--package",
-        "tripgate-component",
-        "--target",
-        "wasm32-wasip2",
-        "--profile",
-        "component",
-    ];
-    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(args)
-        .current_dir(root)
-        // Set by `cargo run` for this tool; the guest's build is its own.
-        .env_remove("CARGO_PRIMARY_PACKAGE")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .status()
-        .map_err(|e| format!("running cargo: {e}"))?;
-    if !status.success() {
-        return Err(format!("`cargo {}` failed ({status})", args.join(" ")));
-    }
-    let target = target_dir()?;
-    let path = target.join("wasm32-wasip2/component/tripgate_component.wasm");
-    let bytes = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let guest = Guest {
+        package: "tripgate-component",
+        dir: "component",
+        profile: "component",
+        features: &[],
+    };
+    let built = guest.build(root, &target_dir()?)?;
+    let bytes = built.read()?;
+    let path = built.wasm.display();
     // A component, not a core module: `\0asm`, then layer 1 (component encoding 0x0d).
     if bytes.get(..8) != Some(&[0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00][..]) {
-        return Err(format!("{} is not a WebAssembly component", path.display()));
+        return Err(format!("{path} is not a WebAssembly component"));
     }
     strip::without_debug_names(&bytes)
-        .map_err(|e| format!("{} is not a well-formed component: {e}", path.display()))
+        .map_err(|e| format!("{path} is not a well-formed component: {e}"))
 }
 
 /// Cargo's target directory: this tool runs from `<target>/<profile>/`, built by `cargo run`.

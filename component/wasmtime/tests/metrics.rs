@@ -8,8 +8,8 @@ mod common;
 
 use std::sync::Arc;
 
+use tripgate_vectors::collectors::{self, scrape};
 use tripgate_vectors::exposition::{self as shared, Host};
-use tripgate_vectors::trace::capture;
 use tripgate_vectors::{VectorConfig, VectorOutcome};
 use tripgate_wasmtime::prometheus::{self, client};
 use tripgate_wasmtime::{Config, FakeClock, Outcome, Permit, Registry, MILLISECOND};
@@ -58,26 +58,11 @@ impl Host for Wasm {
     }
 }
 
-fn scrape(metrics: &client::registry::Registry) -> (String, String) {
-    let mut text = String::new();
-    client::encoding::prometheus_text::encode(&mut text, metrics).unwrap();
-    let mut openmetrics = String::new();
-    client::encoding::text::encode(&mut openmetrics, metrics).unwrap();
-    (text, openmetrics)
-}
-
 #[test]
 fn the_registry_collector_exposes_the_shared_scenario_as_every_host_does() {
     let mut wasm = Wasm::new();
     shared::run_scenario(&mut wasm).unwrap();
-    let mut metrics = client::registry::Registry::default();
-    metrics.register_collector(Box::new(
-        prometheus::Exposition::new().registry(Arc::clone(&wasm.registry)),
-    ));
-    let (text, openmetrics) = scrape(&metrics);
-    shared::promtool_check(&text).unwrap();
-    shared::assert_matches_expected(&text).unwrap();
-    shared::assert_matches_expected(&openmetrics).unwrap();
+    collectors::the_registry_collector_exposes_the_scenario(Arc::clone(&wasm.registry)).unwrap();
     let readings = wasm.registry.readings();
     assert_eq!((readings.read.len(), readings.failed.len()), (3, 0));
 }
@@ -123,13 +108,7 @@ fn a_breaker_collector_sees_a_fleet_members_status() {
 
 #[test]
 fn a_registrys_breakers_emit_a_tracing_event_per_transition() {
-    let mut wasm = Wasm::new();
-    let ((), events) = capture(|| shared::run_scenario(&mut wasm).unwrap());
-    let seen: Vec<String> = events
-        .iter()
-        .map(|e| shared::event_line(e).unwrap())
-        .collect();
-    assert_eq!(seen, shared::SCENARIO_EVENTS);
+    collectors::the_scenario_emits_an_event_per_transition(&mut Wasm::new()).unwrap();
 }
 
 /// Two breaker collectors in one registry (the issue's case: two `HELP` lines for every
@@ -146,19 +125,7 @@ fn two_breaker_collectors_and_a_registrys_in_one_registry_give_a_valid_expositio
     metrics.register_collector(Box::new(group.breaker("wasm-a", a)));
     metrics.register_collector(Box::new(group.breaker("wasm-b", b)));
     metrics.register_collector(Box::new(group.registry(Arc::clone(&wasm.registry))));
-    let (text, openmetrics) = scrape(&metrics);
-    shared::promtool_check(&text).unwrap();
-    assert_eq!(text.matches("# HELP tripgate_state ").count(), 1, "{text}");
-    assert_eq!(openmetrics.matches("# TYPE tripgate_state ").count(), 1);
-    for name in ["wasm-a", "wasm-b"] {
-        assert!(text.contains(&format!(
-            r#"tripgate_state{{breaker="{name}",state="closed"}} 1"#
-        )));
-    }
-    for name in wasm.registry.names() {
-        assert!(
-            text.contains(&format!(r#"tripgate_state{{breaker={name:?},"#)),
-            "{name}"
-        );
-    }
+    let mut names = wasm.registry.names();
+    names.extend(["wasm-a".to_string(), "wasm-b".to_string()]);
+    collectors::each_family_is_written_once(&metrics, &names).unwrap();
 }

@@ -1,7 +1,7 @@
 //! One conformance suite for every Rust host's breaker: what the guarded call
-//! (`tripgate_host::call`), the permits and the transition listener must do on any
-//! [`HostBreaker`], run by each host on its own breaker (the native breaker in
-//! `rust/tests/conformance.rs`, the component in wasmtime in
+//! (`tripgate_host::call`), the permits (on one thread and on many) and the transition
+//! listener must do on any [`HostBreaker`], run by each host on its own breaker (the
+//! native breaker in `tests/tests/conformance.rs`, the component in wasmtime in
 //! `component/wasmtime/tests/conformance.rs`) instead of a copy of the tests per host.
 //!
 //! Each host gives a [`Host`]: how to make its breaker on a fake clock, and writes
@@ -18,6 +18,13 @@ use tripgate_core::{Class, Config, Metrics, Outcome, RejectReason, State, SECOND
 use tripgate_host::call::{guarded, guarded_async, CallError};
 use tripgate_host::{Classify, FakeClock, HostBreaker, Status};
 
+mod threads;
+
+pub use threads::{
+    a_stampede_after_the_cooldown_admits_exactly_k, no_outcome_is_lost_under_contention,
+    threads_never_put_more_than_k_probes_inside,
+};
+
 /// A host under test: its breaker, made on a fake clock.
 pub trait Host {
     /// The host's breaker.
@@ -32,7 +39,7 @@ fn made<H: Host>(host: &H) -> (H::Breaker, Arc<FakeClock>) {
     (host.breaker(&Config::default(), Arc::clone(&clock)), clock)
 }
 
-fn metrics<B: HostBreaker>(breaker: &B) -> Metrics {
+pub(crate) fn metrics<B: HostBreaker>(breaker: &B) -> Metrics {
     breaker.reading().expect("the breaker answers").metrics
 }
 
@@ -213,6 +220,21 @@ macro_rules! conformance_tests {
         #[tokio::test(start_paused = true)]
         async fn async_calls_time_out_and_cancel_cleanly() {
             $crate::conformance::async_calls_time_out_and_cancel_cleanly(&$host).await;
+        }
+
+        #[test]
+        fn threads_never_put_more_than_k_probes_inside() {
+            $crate::conformance::threads_never_put_more_than_k_probes_inside(&$host);
+        }
+
+        #[test]
+        fn a_stampede_after_the_cooldown_admits_exactly_k() {
+            $crate::conformance::a_stampede_after_the_cooldown_admits_exactly_k(&$host);
+        }
+
+        #[test]
+        fn no_outcome_is_lost_under_contention() {
+            $crate::conformance::no_outcome_is_lost_under_contention(&$host);
         }
 
         #[test]
