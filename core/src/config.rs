@@ -491,6 +491,9 @@ pub enum Rule {
     /// Must be a list of codes, each valid (an HTTP status in 100–599, a gRPC code in
     /// 0–16).
     List,
+    /// Must stay as the breaker was made with: a live breaker cannot change it
+    /// ([`Breaker::reconfigure`](crate::Breaker::reconfigure)).
+    Fixed,
 }
 
 impl Rule {
@@ -530,6 +533,7 @@ impl Rule {
                 out.word(" (a count of calls has no span and no buckets)")
             }
             Self::List => out.word("must be a list of valid codes"),
+            Self::Fixed => out.word("cannot change on a live breaker"),
             Self::Factor => {
                 out.word("must be a finite number between 1 and ")?;
                 out.number(u64::from(MAX_BACKOFF_FACTOR_WHOLE))

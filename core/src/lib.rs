@@ -77,7 +77,7 @@ mod words;
 
 mod breaker;
 
-pub use breaker::{Admission, Breaker, Recorded, Verdict};
+pub use breaker::{Admission, Breaker, Reconfigured, Recorded, Verdict};
 pub use config::{
     Config, ConfigError, Field, FieldKind, Rule, MAX_BACKOFF_FACTOR, MAX_BUCKETS, MAX_PROBES,
     MAX_QUORUM, MAX_WINDOW_CALLS, UNCAPPED_BACKOFF_BOUND,

@@ -7,7 +7,8 @@ use tripgate_core::exposition::Reading;
 use tripgate_core::fleet::protocol::View;
 use tripgate_core::{
     Announcement, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus, Metrics, Outcome,
-    Rejection, SnapshotError, State, Transition, Transitions, Verdict, MAX_EXPORT_LEN,
+    Reconfigured, Rejection, SnapshotError, State, Transition, Transitions, Verdict,
+    MAX_EXPORT_LEN,
 };
 use tripgate_host::{Clock, CoarseClock, ListenerSlot, Lock};
 
@@ -179,6 +180,18 @@ impl<C: Clock> Breaker<C> {
     /// Back to closed with an empty window; every permit out becomes stale.
     pub fn reset(&self) -> Transitions {
         self.manual(tripgate_core::Breaker::reset)
+    }
+
+    /// Puts `config` in force now, keeping the state, the permits out and (while its shape
+    /// is the same) the window: see the core's
+    /// [`reconfigure`](tripgate_core::Breaker::reconfigure). A bad config, or a change to
+    /// `fleet-quorum` or `slow-call-duration`, is an error that names the field and
+    /// changes nothing. Transitions time had made due reach the listener.
+    pub fn reconfigure(&self, config: Config) -> Result<Reconfigured, ConfigError> {
+        let now = self.clock.now();
+        let reconfigured = self.core.lock().reconfigure(config, now)?;
+        self.listener.tell(reconfigured.transitions.as_slice());
+        Ok(reconfigured)
     }
 
     fn manual(&self, op: fn(&mut tripgate_core::Breaker, u64) -> Transitions) -> Transitions {

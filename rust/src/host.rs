@@ -7,7 +7,8 @@ use std::sync::Arc;
 use tripgate_core::exposition::Reading;
 use tripgate_core::fleet::protocol::View;
 use tripgate_core::{
-    Announcement, Class, Config, ConfigError, FleetApplied, FleetEvent, Nanos, Outcome, Rejection,
+    Announcement, Class, Config, ConfigError, FleetApplied, FleetEvent, Nanos, Outcome,
+    Reconfigured, Rejection,
 };
 use tripgate_host::fleet::{Member, MemberError};
 use tripgate_host::{AlreadyWatched, Clock, HostBreaker, ListenerSlot, MakeBreaker, Watcher};
@@ -48,6 +49,10 @@ impl<C: Clock + Clone> MakeBreaker for Breaker<C> {
 
     fn make(clock: &C, config: &Config) -> Result<Self, ConfigError> {
         Breaker::with_clock(*config, clock.clone())
+    }
+
+    fn reconfigure(&self, config: &Config) -> Result<Reconfigured, ConfigError> {
+        Breaker::reconfigure(self, *config)
     }
 }
 

@@ -52,8 +52,9 @@ pub mod tower;
 
 pub use breaker::{Breaker, OwnedPermit, Permit};
 pub use tripgate_core::{
-    Class, Config, ConfigError, GrpcSet, Metrics, Nanos, Outcome, Reason, RejectReason, Rejection,
-    SnapshotError, State, StatusSet, Transition, Transitions, Verdict, MILLISECOND, SECOND,
+    Class, Config, ConfigError, GrpcSet, Metrics, Nanos, Outcome, Reason, Reconfigured,
+    RejectReason, Rejection, SnapshotError, State, StatusSet, Transition, Transitions, Verdict,
+    MILLISECOND, SECOND,
 };
 /// `prometheus-client` collectors over a breaker or a registry (feature `prometheus`).
 #[cfg(feature = "prometheus")]

@@ -96,6 +96,10 @@ pub struct RecordReport {
     pub transitions: Vec<Step3>,
 }
 
+/// What a subject's `reconfigure` did: whether the window kept its outcomes and the
+/// transitions, or the refused field and the message.
+pub type Reconfigured = Result<(bool, Vec<Step3>), (String, String)>;
+
 /// A breaker under test, in any host.
 pub trait Subject: Sized {
     /// The host's permit.
@@ -119,6 +123,9 @@ pub trait Subject: Sized {
     fn metrics(&mut self, now: u64) -> Result<BTreeMap<String, Value>>;
     /// `isolate`, `release`, `disable` or `reset`.
     fn manual(&mut self, op: &str, now: u64) -> Result<Vec<Step3>>;
+    /// Puts a new configuration in force: whether the window kept its outcomes, and the
+    /// transitions; on a bad config, `Ok(Err((field, message)))`.
+    fn reconfigure(&mut self, config: &VectorConfig, now: u64) -> Result<Reconfigured>;
     /// Exports the state.
     fn export(&mut self, now: u64) -> Result<Vec<u8>>;
     /// Imports a state; `Err` with the host's message when refused.

@@ -104,20 +104,23 @@ pub fn run_vector<S: Subject>(vector: &Value) -> Result<()> {
 fn config_refused<S: Subject>(config: &VectorConfig, want: &Value) -> Result<()> {
     match S::create(config, 0) {
         Ok(_) => bail!("config was accepted; expected an error"),
-        Err((field, message)) => {
-            check(
-                "config-error field",
-                field.as_str(),
-                want["field"].as_str().unwrap_or_default(),
-            )?;
-            let want_message = want["message"].as_str().unwrap_or_default();
-            ensure!(
-                message.contains(want_message),
-                "config-error message {message:?} does not contain {want_message:?}"
-            );
-            Ok(())
-        }
+        Err((field, message)) => check_refusal(&field, &message, want),
     }
+}
+
+/// A refused configuration's field and message, against the vector's `config-error`.
+fn check_refusal(field: &str, message: &str, want: &Value) -> Result<()> {
+    check(
+        "config-error field",
+        field,
+        want["field"].as_str().unwrap_or_default(),
+    )?;
+    let want_message = want["message"].as_str().unwrap_or_default();
+    ensure!(
+        message.contains(want_message),
+        "config-error message {message:?} does not contain {want_message:?}"
+    );
+    Ok(())
 }
 
 /// What the host's clock reads at a step: the scenario's time `at`, or an absurd reading
@@ -177,6 +180,7 @@ impl<S: Subject> Run<S> {
                 let got = self.subject.manual(op, at)?;
                 check("transitions", &got, &step.transitions)?;
             }
+            "reconfigure" => self.reconfigure(step)?,
             "export" => {
                 let name = step.json["snapshot"]
                     .as_str()
@@ -243,6 +247,28 @@ impl<S: Subject> Run<S> {
             check("rejected-count", rejected, want)?;
         }
         check("transitions", &all, &step.transitions)
+    }
+
+    /// A new configuration (`config`, whole: absent fields take their defaults): the
+    /// window kept or not and the transitions, or the refusal the step expects.
+    fn reconfigure(&mut self, step: &Step<'_>) -> Result<()> {
+        let json = step.json["config"].as_object().cloned().unwrap_or_default();
+        let config = VectorConfig::parse(&json)?;
+        match (
+            self.subject.reconfigure(&config, step.at)?,
+            step.expect.get("config-error"),
+        ) {
+            (Ok((kept, transitions)), None) => {
+                if let Some(want) = expect_bool(step.expect, "window-kept") {
+                    check("window-kept", kept, want)?;
+                }
+                self.config = config;
+                check("transitions", &transitions, &step.transitions)
+            }
+            (Err((field, message)), Some(want)) => check_refusal(&field, &message, want),
+            (Ok(_), Some(_)) => bail!("config was accepted; expected an error"),
+            (Err((field, message)), None) => bail!("config refused: {field}: {message}"),
+        }
     }
 
     fn record(&mut self, step: &Step<'_>) -> Result<()> {

@@ -9,8 +9,8 @@ use serde_json::Value;
 use tripgate::{Breaker, FakeClock, OwnedPermit, Transition, Transitions};
 use tripgate_core::FleetEvent;
 use tripgate_vectors::{
-    fleet_status_map, metric_map, run_all, Decision, RecordReport, Step3, Subject, VectorConfig,
-    VectorOutcome,
+    fleet_status_map, metric_map, run_all, Decision, Reconfigured, RecordReport, Step3, Subject,
+    VectorConfig, VectorOutcome,
 };
 
 struct Native {
@@ -114,6 +114,15 @@ impl Subject for Native {
             other => anyhow::bail!("unknown manual op {other}"),
         };
         Ok(self.heard(Some(&transitions)))
+    }
+
+    fn reconfigure(&mut self, config: &VectorConfig, now: u64) -> Result<Reconfigured> {
+        self.clock.set(now);
+        let refused = |e: tripgate::ConfigError| (e.field.name().to_string(), e.to_string());
+        match config.to_core().and_then(|c| self.breaker.reconfigure(c)) {
+            Ok(done) => Ok(Ok((done.window_kept, self.heard(Some(&done.transitions))))),
+            Err(e) => Ok(Err(refused(e))),
+        }
     }
 
     fn export(&mut self, now: u64) -> Result<Vec<u8>> {

@@ -6,8 +6,8 @@ use anyhow::Result;
 use serde_json::Value;
 use tripgate_core::{Breaker, FleetEvent, Permit, Transitions, MAX_EXPORT_LEN};
 use tripgate_vectors::{
-    fleet_status_map, metric_map, run_all, Decision, RecordReport, Step3, Subject, VectorConfig,
-    VectorOutcome,
+    fleet_status_map, metric_map, run_all, Decision, Reconfigured, RecordReport, Step3, Subject,
+    VectorConfig, VectorOutcome,
 };
 
 struct Native(Breaker);
@@ -109,6 +109,15 @@ impl Subject for Native {
             other => anyhow::bail!("unknown manual op {other}"),
         };
         Ok(steps(&transitions))
+    }
+
+    fn reconfigure(&mut self, config: &VectorConfig, now: u64) -> Result<Reconfigured> {
+        let refused = |e: tripgate_core::ConfigError| (e.field.name().to_string(), e.to_string());
+        Ok(config
+            .to_core()
+            .and_then(|config| self.0.reconfigure(config, now))
+            .map(|done| (done.window_kept, steps(&done.transitions)))
+            .map_err(refused))
     }
 
     fn export(&mut self, now: u64) -> Result<Vec<u8>> {

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use tripgate_core::exposition::Reading;
-use tripgate_core::{Class, Config, Nanos, Outcome, Rejection};
+use tripgate_core::{Class, Config, Nanos, Outcome, Reconfigured, Rejection};
 
 use crate::ListenerSlot;
 
@@ -71,4 +71,8 @@ pub trait MakeBreaker: HostBreaker + Sized {
 
     /// A closed breaker with `config`.
     fn make(maker: &Self::Maker, config: &Config) -> Result<Self, Self::MakeError>;
+
+    /// Puts `config` in force on this live breaker, keeping its state (the core's
+    /// `Breaker::reconfigure`); a bad config is an error and changes nothing.
+    fn reconfigure(&self, config: &Config) -> Result<Reconfigured, Self::MakeError>;
 }

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use tripgate_core::exposition::Reading;
-use tripgate_core::Config;
+use tripgate_core::{Config, Reconfigured};
 
 use crate::MakeBreaker;
 
@@ -80,6 +80,22 @@ impl<B: MakeBreaker> Registry<B> {
         breaker.listeners().set(crate::trace::listener(name));
         breakers.insert(name.to_string(), Arc::clone(&breaker));
         Ok(breaker)
+    }
+
+    /// Puts `config` in force on the breaker named `name`, keeping its state (the core's
+    /// `Breaker::reconfigure`): `Some` with what it did, or `None` when there was no such
+    /// breaker and one is now made with `config`. A bad config is an error and changes
+    /// nothing. A configuration reload calls it for each name it lists.
+    pub fn reconfigure(
+        &self,
+        name: &str,
+        config: &Config,
+    ) -> Result<Option<Reconfigured>, B::MakeError> {
+        let existing = self.read().get(name).map(Arc::clone);
+        match existing {
+            Some(breaker) => breaker.reconfigure(config).map(Some),
+            None => self.get_or_create(name, config).map(|_| None),
+        }
     }
 
     /// Removes a breaker; `Arc`s already handed out keep working.

@@ -20,10 +20,12 @@ use crate::window::Window;
 
 mod admission;
 mod fleet;
+mod reconfigure;
 mod recording;
 mod snapshot;
 
 pub use admission::Admission;
+pub use reconfigure::Reconfigured;
 pub use recording::{Recorded, Verdict};
 
 /// Transitions time alone can make due at once: half-open → open when a probe times out,
