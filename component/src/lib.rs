@@ -549,6 +549,25 @@ impl wit::GuestBreaker for BreakerResource {
         self.0.manual(Breaker::reset, now)
     }
 
+    fn reconfigure(
+        &self,
+        config: wit::Config,
+        now: u64,
+    ) -> Result<wit::Reconfigured, wit::ConfigError> {
+        let config = core_config(config)?;
+        let done = self
+            .0
+            .core
+            .borrow_mut()
+            .reconfigure(config, now)
+            .map_err(config_error)?;
+        let count = self.0.note(done.transitions);
+        Ok(wit::Reconfigured {
+            window_kept: done.window_kept,
+            transitions: self.0.listed(count),
+        })
+    }
+
     fn export_state(&self, now: u64) -> Result<Vec<u8>, wit::SnapshotError> {
         let mut buffer = [0u8; core_api::MAX_EXPORT_LEN];
         let len = self

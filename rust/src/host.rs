@@ -51,6 +51,8 @@ impl<C: Clock + Clone> MakeBreaker for Breaker<C> {
         Breaker::with_clock(*config, clock.clone())
     }
 
+    type Reconfigured = Reconfigured;
+
     fn reconfigure(&self, config: &Config) -> Result<Reconfigured, ConfigError> {
         Breaker::reconfigure(self, *config)
     }

@@ -162,3 +162,36 @@ fn state_moves_between_breakers_with_export_and_import() {
     );
     assert!(fresh.import_state(&bytes[..bytes.len() - 1], 0).is_err());
 }
+
+/// A reload reconfigures the registry's breakers by name: an existing one keeps its state
+/// and takes the new rules, an absent one is made with the config, a bad config is refused
+/// and changes nothing.
+#[test]
+fn the_registry_reconfigures_its_breakers_by_name() {
+    let registry = Registry::new(Arc::new(FakeClock::new(0)), Config::default());
+    let payments = registry.get("payments").unwrap();
+    for _ in 0..2 {
+        payments.acquire().unwrap().record(Outcome::Timeout);
+    }
+    let strict = Config {
+        failure_threshold: 3,
+        min_calls: 3,
+        ..Config::default()
+    };
+    let done = registry.reconfigure("payments", &strict).unwrap();
+    assert!(done.is_some_and(|done| done.window_kept));
+    assert_eq!(payments.config().failure_threshold, 3);
+    payments.acquire().unwrap().record(Outcome::Timeout);
+    assert_eq!(payments.state(), State::Open, "the third fault, by the new rule");
+
+    assert!(registry.reconfigure("identity", &strict).unwrap().is_none());
+    assert_eq!(registry.get("identity").unwrap().config(), strict);
+
+    let bad = Config {
+        min_calls: 0,
+        ..Config::default()
+    };
+    let error = registry.reconfigure("identity", &bad).unwrap_err();
+    assert_eq!(error.to_string(), "min-calls must be >= 1");
+    assert_eq!(registry.get("identity").unwrap().config(), strict);
+}

@@ -2,6 +2,7 @@
 //! and its permits.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
@@ -16,9 +17,18 @@ use crate::convert::{
 use crate::engine::HostState;
 use crate::guest::{Guest, InstanceShared};
 use crate::{
-    wit, Announcement, AnnouncementKind, Class, FleetApplied, FleetEvent, FleetEventKind,
-    FleetStatus, Metrics, Outcome, Rejection, State, Transition,
+    config, wit, Announcement, AnnouncementKind, Class, Config, ConfigError, FleetApplied,
+    FleetEvent, FleetEventKind, FleetStatus, Metrics, Outcome, Rejection, State, Transition,
 };
+
+/// What [`Breaker::reconfigure`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reconfigured {
+    /// The window kept its outcomes (its shape did not change), or started empty.
+    pub window_kept: bool,
+    /// Transitions time had made due, applied under the old configuration first.
+    pub transitions: Vec<Transition>,
+}
 
 /// What `acquire-keyed` decided: the ticket with the instance's era, or why not.
 type Decided = Result<(wit::Ticketed, u64), Rejection>;
@@ -28,8 +38,10 @@ pub(crate) struct BreakerShared {
     /// Where the breaker sits in its instance (its handle and key there).
     pub(crate) seat: usize,
     pub(crate) listener: ListenerSlot,
-    pub(crate) cooldown: u64,
-    pub(crate) probe_timeout: u64,
+    /// The configured `cooldown` and `probe-timeout` (a fleet adapter reads them), which a
+    /// `reconfigure` changes.
+    pub(crate) cooldown: AtomicU64,
+    pub(crate) probe_timeout: AtomicU64,
 }
 
 impl BreakerShared {
@@ -69,6 +81,30 @@ impl BreakerShared {
             Ok(answer)
         });
         kept.map_err(|trap| self.instance.trapped(&mut guest, trap))
+    }
+
+    /// `reconfigure` in the guest, and the seat's config with it (one hold of the lock,
+    /// so a replacement instance never makes the breaker with the config it left).
+    fn reconfigure(
+        &self,
+        config: &wit::Config,
+    ) -> Result<Result<wit::Reconfigured, wit::ConfigError>> {
+        let now = self.now();
+        let mut guest = self.instance.lock();
+        let resource = guest.seat(self.seat)?.resource;
+        let answer = {
+            let (api, store) = guest.breakers();
+            api.call_reconfigure(store, resource, config, now)
+        };
+        let answer = answer.map_err(|trap| self.instance.trapped(&mut guest, trap))?;
+        if answer.is_ok() {
+            guest.set_config(self.seat, config.clone())?;
+        }
+        // A snapshot now: a replacement imports it under the new config.
+        guest
+            .keep(self.seat, now, answer.is_ok())
+            .map_err(|trap| self.instance.trapped(&mut guest, trap))?;
+        Ok(answer)
     }
 
     /// Admits through `acquire-keyed`: the ticket and the instance's era, or the
@@ -412,6 +448,31 @@ impl Breaker {
         self.manual(|api, store, me, now| api.call_reset(store, me, now))
     }
 
+    /// Puts `config` in force now, keeping the state, the permits out and (while its shape
+    /// is the same) the window: see the core's `Breaker::reconfigure`. A bad config, or a
+    /// change to `fleet-quorum` or `slow-call-duration`, is a [`ConfigError`] (the error
+    /// downcasts to it) and changes nothing. Transitions time had made due reach the
+    /// listener.
+    pub fn reconfigure(&self, config: &Config) -> Result<Reconfigured> {
+        let done = self
+            .shared
+            .reconfigure(&config::to_wit(config))?
+            .map_err(ConfigError::from)?;
+        self.shared
+            .cooldown
+            .store(config.cooldown, Ordering::Relaxed);
+        let probe_timeout = config.probe_timeout;
+        self.shared
+            .probe_timeout
+            .store(probe_timeout, Ordering::Relaxed);
+        let transitions: Vec<Transition> = done.transitions.iter().map(core_transition).collect();
+        self.shared.notify(&transitions);
+        Ok(Reconfigured {
+            window_kept: done.window_kept,
+            transitions,
+        })
+    }
+
     /// A manual operation, its transitions told to the listener.
     fn manual(
         &self,
@@ -481,12 +542,12 @@ impl Breaker {
 
     /// The configured `cooldown` (before backoff), in ns: a fleet's votes count within one.
     pub fn cooldown(&self) -> u64 {
-        self.shared.cooldown
+        self.shared.cooldown.load(Ordering::Relaxed)
     }
 
     /// The configured `probe-timeout`, in ns: the length of a fleet's probe lease.
     pub fn probe_timeout(&self) -> u64 {
-        self.shared.probe_timeout
+        self.shared.probe_timeout.load(Ordering::Relaxed)
     }
 
     /// Fleet mode: the breaker's fleet state now.

@@ -86,6 +86,18 @@ impl Guest {
         }
     }
 
+    /// The config a breaker is made with again in a replacement instance, after a
+    /// `reconfigure`.
+    pub(crate) fn set_config(&mut self, seat: usize, config: wit::Config) -> Result<()> {
+        match self.seats.get_mut(seat) {
+            Some(Some(seat)) => {
+                seat.config = config;
+                Ok(())
+            }
+            _ => Err(lost()),
+        }
+    }
+
     /// Copies the breaker's state out when a transition happened or the period is up, for
     /// a replacement instance.
     #[inline]

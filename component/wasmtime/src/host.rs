@@ -9,7 +9,7 @@ use tripgate_core::{Announcement, Class, Config, FleetApplied, FleetEvent, Nanos
 use tripgate_host::fleet::{Member, MemberError};
 use tripgate_host::{AlreadyWatched, HostBreaker, ListenerSlot, MakeBreaker, Watcher};
 
-use crate::{Breaker, Permit, Runtime};
+use crate::{Breaker, Permit, Reconfigured, Runtime};
 
 impl HostBreaker for Breaker {
     type Error = anyhow::Error;
@@ -42,6 +42,12 @@ impl MakeBreaker for Breaker {
 
     fn make(runtime: &Runtime, config: &Config) -> anyhow::Result<Self> {
         runtime.breaker(config)
+    }
+
+    type Reconfigured = Reconfigured;
+
+    fn reconfigure(&self, config: &Config) -> anyhow::Result<Reconfigured> {
+        Breaker::reconfigure(self, config)
     }
 }
 

@@ -2,6 +2,7 @@
 //! What it holds, and how a trapped guest is replaced, is [`guest`](crate::guest)'s.
 
 use std::fmt;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -61,8 +62,10 @@ impl Instance {
                 instance: Arc::clone(&self.shared),
                 seat,
                 listener: ListenerSlot::new(),
-                cooldown: wit_config.cooldown.unwrap_or(defaults.cooldown),
-                probe_timeout: wit_config.probe_timeout.unwrap_or(defaults.probe_timeout),
+                cooldown: AtomicU64::new(wit_config.cooldown.unwrap_or(defaults.cooldown)),
+                probe_timeout: AtomicU64::new(
+                    wit_config.probe_timeout.unwrap_or(defaults.probe_timeout),
+                ),
             }),
         })
     }

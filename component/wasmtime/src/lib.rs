@@ -62,7 +62,9 @@ mod host;
 mod instance;
 mod runtime;
 
-pub use breaker::{Admission, Breaker, Permit, RawAdmission, RawPermit, RecordError, Recorded};
+pub use breaker::{
+    Admission, Breaker, Permit, RawAdmission, RawPermit, Reconfigured, RecordError, Recorded,
+};
 pub use call::CallError;
 pub use config::ConfigError;
 pub use convert::{core_fleet_status, core_metrics, core_rejection, core_state, core_transition};

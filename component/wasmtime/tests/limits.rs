@@ -209,3 +209,28 @@ fn a_permit_from_before_the_replacement_is_stale() {
     assert_eq!(breaker.metrics().unwrap().faults_total, 0);
     assert!(!after.record(Outcome::Success).unwrap().stale);
 }
+
+/// A breaker reconfigured before its instance traps is made again with its new config:
+/// the replacement judges by the new rule.
+#[test]
+fn a_replaced_instance_makes_a_reconfigured_breaker_with_its_new_config() {
+    let (runtime, _clock) = common::fake(0);
+    let instance = runtime.with_memory_limit(1 << 20).instantiate().unwrap();
+    let payments = instance.breaker(&Config::default()).unwrap();
+    let strict = Config {
+        failure_threshold: 1,
+        min_calls: 1,
+        ..Config::default()
+    };
+    payments.reconfigure(&strict).unwrap();
+    let mut others = Vec::new();
+    while instance.replaced() == 0 {
+        if let Ok(breaker) = instance.breaker(&Config::default()) {
+            others.push(breaker);
+        }
+        assert!(others.len() < 10_000, "a 1 MiB instance should run out");
+    }
+    let permit = payments.acquire().unwrap().decision.unwrap();
+    permit.record(Outcome::Status(503)).unwrap();
+    assert_eq!(payments.state().unwrap(), State::Open, "one fault trips it");
+}

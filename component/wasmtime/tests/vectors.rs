@@ -9,8 +9,8 @@ use std::sync::Arc;
 use anyhow::Result;
 use serde_json::Value;
 use tripgate_vectors::{
-    fleet_status_map, metric_map, run_all, Decision, FieldValue, RecordReport, Step3, Subject,
-    VectorConfig, VectorOutcome,
+    fleet_status_map, metric_map, run_all, Decision, FieldValue, Reconfigured, RecordReport, Step3,
+    Subject, VectorConfig, VectorOutcome,
 };
 use tripgate_wasmtime::{wit, Breaker, FakeClock, FleetEvent, Outcome, Permit, Transition};
 
@@ -199,6 +199,20 @@ impl Subject for Wasm {
             other => anyhow::bail!("unknown manual op {other}"),
         };
         Ok(steps(&transitions))
+    }
+
+    fn reconfigure(&mut self, config: &VectorConfig, now: u64) -> Result<Reconfigured> {
+        let config = match config.to_core() {
+            Ok(config) => config,
+            Err(e) => return Ok(Err((e.field.name().to_string(), e.to_string()))),
+        };
+        match self.at(now).reconfigure(&config) {
+            Ok(done) => Ok(Ok((done.window_kept, steps(&done.transitions)))),
+            Err(error) => match error.downcast_ref::<tripgate_wasmtime::ConfigError>() {
+                Some(e) => Ok(Err((e.field_name().to_string(), e.to_string()))),
+                None => Err(error),
+            },
+        }
     }
 
     fn export(&mut self, now: u64) -> Result<Vec<u8>> {

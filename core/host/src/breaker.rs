@@ -3,7 +3,7 @@
 use std::fmt;
 
 use tripgate_core::exposition::Reading;
-use tripgate_core::{Class, Config, Nanos, Outcome, Reconfigured, Rejection};
+use tripgate_core::{Class, Config, Nanos, Outcome, Rejection};
 
 use crate::ListenerSlot;
 
@@ -72,7 +72,11 @@ pub trait MakeBreaker: HostBreaker + Sized {
     /// A closed breaker with `config`.
     fn make(maker: &Self::Maker, config: &Config) -> Result<Self, Self::MakeError>;
 
+    /// What a reconfiguration reports: whether the window was kept, and the transitions
+    /// (the core's `Reconfigured` for the native breaker).
+    type Reconfigured;
+
     /// Puts `config` in force on this live breaker, keeping its state (the core's
     /// `Breaker::reconfigure`); a bad config is an error and changes nothing.
-    fn reconfigure(&self, config: &Config) -> Result<Reconfigured, Self::MakeError>;
+    fn reconfigure(&self, config: &Config) -> Result<Self::Reconfigured, Self::MakeError>;
 }

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use tripgate_core::exposition::Reading;
-use tripgate_core::{Config, Reconfigured};
+use tripgate_core::Config;
 
 use crate::MakeBreaker;
 
@@ -90,7 +90,7 @@ impl<B: MakeBreaker> Registry<B> {
         &self,
         name: &str,
         config: &Config,
-    ) -> Result<Option<Reconfigured>, B::MakeError> {
+    ) -> Result<Option<B::Reconfigured>, B::MakeError> {
         let existing = self.read().get(name).map(Arc::clone);
         match existing {
             Some(breaker) => breaker.reconfigure(config).map(Some),

@@ -1,8 +1,8 @@
 //! One conformance suite for every Rust host's breaker: what the guarded call
-//! (`tripgate_host::call`), the permits (on one thread and on many) and the transition
-//! listener must do on any [`HostBreaker`], run by each host on its own breaker (the
-//! native breaker in `tests/tests/conformance.rs`, the component in wasmtime in
-//! `component/wasmtime/tests/conformance.rs`) instead of a copy of the tests per host.
+//! (`tripgate_host::call`), the permits (on one thread and on many), live reconfiguration
+//! and the transition listener must do on any [`HostBreaker`], run by each host on its own
+//! breaker (the native breaker in `tests/tests/conformance.rs`, the component in wasmtime
+//! in `component/wasmtime/tests/conformance.rs`) instead of a copy of the tests per host.
 //!
 //! Each host gives a [`Host`]: how to make its breaker on a fake clock, and writes
 //! `tripgate_vectors::conformance_tests!(its_host);` in a test file, which makes one test
@@ -18,7 +18,10 @@ use tripgate_core::{Class, Config, Metrics, Outcome, RejectReason, State, SECOND
 use tripgate_host::call::{guarded, guarded_async, CallError};
 use tripgate_host::{Classify, FakeClock, HostBreaker, Status};
 
+mod reconfigure;
 mod threads;
+
+pub use reconfigure::a_live_breaker_takes_a_new_config_and_refuses_a_bad_one;
 
 pub use threads::{
     a_stampede_after_the_cooldown_admits_exactly_k, no_outcome_is_lost_under_contention,
@@ -220,6 +223,11 @@ macro_rules! conformance_tests {
         #[tokio::test(start_paused = true)]
         async fn async_calls_time_out_and_cancel_cleanly() {
             $crate::conformance::async_calls_time_out_and_cancel_cleanly(&$host).await;
+        }
+
+        #[test]
+        fn a_live_breaker_takes_a_new_config_and_refuses_a_bad_one() {
+            $crate::conformance::a_live_breaker_takes_a_new_config_and_refuses_a_bad_one(&$host);
         }
 
         #[test]
