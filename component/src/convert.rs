@@ -36,6 +36,7 @@ pub(crate) fn core_config(c: wit::Config) -> Result<core_api::Config, wit::Confi
         half_open_success_rate: c.half_open_success_rate.or(d.half_open_success_rate),
         probe_timeout: c.probe_timeout.unwrap_or(d.probe_timeout),
         fleet_quorum: c.fleet_quorum.or(d.fleet_quorum),
+        shadow: c.shadow.unwrap_or(d.shadow),
         fault_statuses: match c.fault_statuses {
             None => d.fault_statuses,
             Some(codes) => codes.into_iter().try_fold(StatusSet::EMPTY, |set, code| {
@@ -131,6 +132,18 @@ impl core_api::Words for Text {
 
 pub(crate) fn state(state: core_api::State) -> wit::State {
     case(wit::State::from_repr, state.code())
+}
+
+/// A count per rejection reason, read by `count`.
+pub(crate) fn by_reason(count: impl Fn(core_api::RejectReason) -> u64) -> wit::ByReason {
+    use core_api::RejectReason as R;
+    wit::ByReason {
+        open: count(R::Open),
+        probing: count(R::Probing),
+        isolated: count(R::Isolated),
+        saturated: count(R::Saturated),
+        probing_elsewhere: count(R::ProbingElsewhere),
+    }
 }
 
 pub(crate) fn transition(t: &core_api::Transition) -> wit::Transition {

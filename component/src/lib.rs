@@ -60,8 +60,8 @@ mod guest_runtime;
 mod keys;
 mod places;
 use convert::{
-    case, config_error, core_config, core_outcome, rejection, snapshot_error, state, transition,
-    transitions,
+    by_reason, case, config_error, core_config, core_outcome, rejection, snapshot_error, state,
+    transition, transitions,
 };
 use keys::KEYS;
 use places::USED;
@@ -152,6 +152,7 @@ struct PermitResource {
     /// `None` once recorded.
     permit: Cell<Option<Permit>>,
     probe: bool,
+    shadow: bool,
     epoch: u64,
     started: u64,
 }
@@ -183,6 +184,10 @@ impl wit::GuestPermit for PermitResource {
         self.probe
     }
 
+    fn is_shadow(&self) -> bool {
+        self.shadow
+    }
+
     fn epoch(&self) -> u64 {
         self.epoch
     }
@@ -208,6 +213,7 @@ impl Held {
         wit::Permit::new(PermitResource {
             owner: Rc::clone(self),
             probe: permit.is_probe(),
+            shadow: permit.is_shadow(),
             epoch: permit.epoch(),
             started: permit.started(),
             permit: Cell::new(Some(permit)),
@@ -315,10 +321,10 @@ impl Held {
     fn acquire_keyed(&self, key: u32, now: u64) -> wit::KeyedAdmission {
         let (decision, transitions) = self.acquire_core(now);
         let rejection = match decision.map(|permit| {
-            let admitted = (permit.is_probe(), permit.epoch());
+            let admitted = (permit.is_probe(), permit.is_shadow(), permit.epoch());
             (admitted, self.store(permit, now))
         }) {
-            Ok(((probe, epoch), Ok(handle))) => {
+            Ok(((probe, shadow, epoch), Ok(handle))) => {
                 let flag = |on: bool, flag| {
                     if on {
                         flag
@@ -329,7 +335,8 @@ impl Held {
                 // `|`, not `|=`: wit-bindgen's flags have no `BitOrAssign` without its
                 // `bitflags` feature.
                 let notes = flag(probe, wit::AdmissionNotes::PROBE)
-                    | flag(transitions > 0, wit::AdmissionNotes::TRANSITIONED);
+                    | flag(transitions > 0, wit::AdmissionNotes::TRANSITIONED)
+                    | flag(shadow, wit::AdmissionNotes::SHADOW);
                 return wit::KeyedAdmission::Admitted(wit::Ticketed {
                     ticket: ticket(key, handle),
                     notes,
@@ -522,6 +529,7 @@ impl wit::GuestBreaker for BreakerResource {
             rejected_isolated: rejected(core_api::RejectReason::Isolated),
             rejected_saturated: rejected(core_api::RejectReason::Saturated),
             rejected_probing_elsewhere: rejected(core_api::RejectReason::ProbingElsewhere),
+            shadow_rejected: by_reason(|reason| m.shadow_rejected(reason)),
             successes_total: m.successes_total,
             faults_total: m.faults_total,
             stale_total: m.stale_total,

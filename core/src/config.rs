@@ -92,6 +92,10 @@ pub struct Config {
     /// Fleet mode (`FLEET.md`): this many distinct members must trip within one cooldown
     /// before the fleet opens (1–16). Unset: a breaker of its own.
     pub fleet_quorum: Option<u8>,
+    /// Shadow mode (SPEC § Shadow mode): every decision made and counted, every call
+    /// admitted; a rejection becomes a shadow rejection, counted by reason, and its call
+    /// a shadow permit whose outcome counts nothing. Default off.
+    pub shadow: bool,
 }
 
 impl Default for Config {
@@ -118,6 +122,7 @@ impl Default for Config {
             fault_statuses: StatusSet::default(),
             fault_grpc_codes: GrpcSet::default(),
             fleet_quorum: None,
+            shadow: false,
         }
     }
 }
@@ -318,6 +323,18 @@ impl Config {
             F::HalfOpenSuccessRate => self.half_open_success_rate = Some(narrow(value)),
             F::ProbeTimeout => self.probe_timeout = value,
             F::FleetQuorum => self.fleet_quorum = Some(narrow(value)),
+            F::Shadow => {
+                self.shadow = match value {
+                    0 => false,
+                    1 => true,
+                    _ => {
+                        return Err(ConfigError {
+                            field,
+                            rule: Rule::AtMost(1),
+                        })
+                    }
+                }
+            }
             F::FaultStatuses | F::FaultGrpcCodes => {
                 return Err(ConfigError {
                     field,
@@ -356,6 +373,8 @@ table! {
         Statuses = 5 => "statuses",
         /// A list of gRPC codes.
         GrpcCodes = 6 => "grpc-codes",
+        /// On or off (0 or 1 where a host hands it over as a number).
+        Flag = 7 => "flag",
     }
 }
 
@@ -405,6 +424,8 @@ table! {
         JitterSeed = 19 => "jitter-seed",
         /// [`Config::fleet_quorum`].
         FleetQuorum = 20 => "fleet-quorum",
+        /// [`Config::shadow`].
+        Shadow = 21 => "shadow",
     }
 }
 
@@ -434,6 +455,7 @@ impl Field {
             Self::JitterSeed => K::Seed,
             Self::FaultStatuses => K::Statuses,
             Self::FaultGrpcCodes => K::GrpcCodes,
+            Self::Shadow => K::Flag,
         }
     }
 
@@ -462,6 +484,7 @@ impl Field {
             Self::FaultGrpcCodes => "faultGrpcCodes",
             Self::JitterSeed => "jitterSeed",
             Self::FleetQuorum => "fleetQuorum",
+            Self::Shadow => "shadow",
         }
     }
 }

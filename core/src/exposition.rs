@@ -89,6 +89,8 @@ table! {
         FleetLeaseHeld = 17 => "tripgate_fleet_lease_held",
         /// Fleet events ignored as stale.
         FleetStaleEvents = 18 => "tripgate_fleet_stale_events_total",
+        /// `reason`: the rejections shadow mode made and let through, by reason.
+        ShadowRejections = 19 => "tripgate_shadow_rejections_total",
     }
 }
 
@@ -112,7 +114,8 @@ impl Family {
             | Self::StaleOutcomes
             | Self::Rejections
             | Self::Transitions
-            | Self::FleetStaleEvents => MetricType::Counter,
+            | Self::FleetStaleEvents
+            | Self::ShadowRejections => MetricType::Counter,
             Self::State
             | Self::WindowCalls
             | Self::WindowFaults
@@ -138,6 +141,7 @@ impl Family {
             Self::Outcomes => "Outcomes counted since creation, by class; a probe that timed out counts as a fault, cancelled and ignored calls count as nothing.",
             Self::StaleOutcomes => "Outcomes that arrived with a permit from an earlier state and counted as nothing.",
             Self::Rejections => "Calls rejected since creation, by reason.",
+            Self::ShadowRejections => "Calls shadow mode let through that the breaker would have rejected, by reason (this process's count).",
             Self::Transitions => "State changes since creation, by the state left, the state entered and why.",
             Self::WindowCalls => "Calls with a success or fault outcome in the sliding window.",
             Self::WindowFaults => "Of the calls in the window, faults.",
@@ -169,7 +173,7 @@ impl Family {
         match self {
             Self::State => &["state"],
             Self::Outcomes => &["class"],
-            Self::Rejections => &["reason"],
+            Self::Rejections | Self::ShadowRejections => &["reason"],
             Self::Transitions => &["from", "to", "reason"],
             _ => &[],
         }
@@ -197,7 +201,7 @@ impl Family {
         match self {
             Self::State => State::ALL.len(),
             Self::Outcomes => COUNTED_CLASSES.len(),
-            Self::Rejections => RejectReason::ALL.len(),
+            Self::Rejections | Self::ShadowRejections => RejectReason::ALL.len(),
             Self::Transitions => ROUTE_COUNT,
             _ => 1,
         }
@@ -253,7 +257,9 @@ impl Series {
         match (self.family, position) {
             (Family::State, 0) => State::ALL.get(i).map(|s| s.name()),
             (Family::Outcomes, 0) => COUNTED_CLASSES.get(i).map(|c| c.name()),
-            (Family::Rejections, 0) => RejectReason::ALL.get(i).map(|r| r.name()),
+            (Family::Rejections | Family::ShadowRejections, 0) => {
+                RejectReason::ALL.get(i).map(|r| r.name())
+            }
             (Family::Transitions, position) => ROUTES.get(i).and_then(|route| match position {
                 0 => Some(route.from.name()),
                 1 => Some(route.to().name()),
@@ -288,6 +294,7 @@ impl Series {
             })),
             Family::StaleOutcomes => Value::Count(m.stale_total),
             Family::Rejections => count(m.rejected_total.get(i).copied()),
+            Family::ShadowRejections => count(m.shadow_rejected_total.get(i).copied()),
             Family::Transitions => count(m.transitions_by_route.get(i).copied()),
             Family::WindowCalls => Value::Count(u64::from(m.window.calls)),
             Family::WindowFaults => Value::Count(u64::from(m.window.faults)),

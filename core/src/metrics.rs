@@ -30,6 +30,10 @@ pub struct Metrics {
     pub admitted_total: u64,
     /// Rejections since creation, indexed by [`RejectReason::code`].
     pub rejected_total: [u64; REJECT_REASONS],
+    /// The rejections shadow mode made and let through (the calls an enforcing breaker
+    /// would have turned away), indexed by [`RejectReason::code`]: kept by this breaker,
+    /// not carried by an export.
+    pub shadow_rejected_total: [u64; REJECT_REASONS],
     /// Outcomes counted as successes since creation.
     pub successes_total: u64,
     /// Outcomes counted as faults since creation (probe timeouts included).
@@ -50,6 +54,14 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// Rejections shadow mode made for one reason, and let through.
+    pub fn shadow_rejected(&self, reason: RejectReason) -> u64 {
+        self.shadow_rejected_total
+            .get(usize::from(reason.code()))
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// Rejections for one reason.
     pub fn rejected(&self, reason: RejectReason) -> u64 {
         self.rejected_total

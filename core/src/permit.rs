@@ -31,6 +31,20 @@ impl Permit {
         }
     }
 
+    /// A shadow permit of `epoch`: a call a breaker in shadow mode would have turned away,
+    /// admitted anyway; its outcome counts nothing.
+    #[inline(always)]
+    pub(crate) fn shadow(epoch: u64, started: Nanos) -> Self {
+        Self::new(epoch, started, SHADOW_SLOT)
+    }
+
+    /// Whether this call was admitted only because its breaker is in shadow mode: an
+    /// enforcing breaker would have turned it away, and its outcome counts nothing.
+    #[inline(always)]
+    pub fn is_shadow(&self) -> bool {
+        self.slot() == SHADOW_SLOT
+    }
+
     /// The epoch the permit was issued in.
     #[inline(always)]
     pub fn epoch(&self) -> u64 {
@@ -64,7 +78,7 @@ impl Permit {
 
     /// Whether this call is a half-open probe.
     pub fn is_probe(&self) -> bool {
-        self.slot() != 0
+        self.slot() != 0 && !self.is_shadow()
     }
 
     /// The plain-number form, for adapters that cannot hold a Rust value.
@@ -77,6 +91,9 @@ impl Permit {
 }
 
 const TICKET_SLOT_BITS: u32 = 7;
+/// The slot of a shadow permit: above every probe slot (1 to `MAX_PROBES`), within the
+/// ticket's 7 bits.
+const SHADOW_SLOT: u8 = 127;
 /// The largest epoch a ticket can carry (2⁵⁷ − 1: a billion transitions a second for four
 /// years). Imports refuse states beyond it.
 pub(crate) const MAX_EPOCH: u64 = u64::MAX >> TICKET_SLOT_BITS;
@@ -101,7 +118,7 @@ impl RawPermit {
     /// Back to a [`Permit`]; errors on a ticket whose slot no breaker issues.
     pub fn into_permit(self) -> Result<Permit, MalformedPermit> {
         let slot = u8::try_from(self.ticket & TICKET_SLOT_MASK).map_err(|_| MalformedPermit)?;
-        if slot > MAX_PROBES {
+        if slot > MAX_PROBES && slot != SHADOW_SLOT {
             return Err(MalformedPermit);
         }
         Ok(Permit {

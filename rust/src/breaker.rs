@@ -321,6 +321,12 @@ macro_rules! permit_api {
                 self.permit.as_ref().is_some_and(|p| p.is_probe())
             }
 
+            /// Whether shadow mode let this call through (`Config::shadow`): an enforcing
+            /// breaker would have turned it away, and its outcome counts nothing.
+            pub fn is_shadow(&self) -> bool {
+                self.permit.as_ref().is_some_and(|p| p.is_shadow())
+            }
+
             /// Hands the permit back with its call's outcome, at the clock's `now`. The
             /// transitions it caused go to the listener ([`Breaker::on_transition`]).
             // Inline always, with `acquire`: a permit or verdict handed across a call goes

@@ -182,7 +182,11 @@ fn the_registry_reconfigures_its_breakers_by_name() {
     assert!(done.is_some_and(|done| done.window_kept));
     assert_eq!(payments.config().failure_threshold, 3);
     payments.acquire().unwrap().record(Outcome::Timeout);
-    assert_eq!(payments.state(), State::Open, "the third fault, by the new rule");
+    assert_eq!(
+        payments.state(),
+        State::Open,
+        "the third fault, by the new rule"
+    );
 
     assert!(registry.reconfigure("identity", &strict).unwrap().is_none());
     assert_eq!(registry.get("identity").unwrap().config(), strict);

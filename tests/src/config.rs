@@ -52,6 +52,11 @@ impl VectorConfig {
                 FieldKind::Count | FieldKind::Percent | FieldKind::Seed => {
                     FieldValue::Number(int()?)
                 }
+                FieldKind::Flag => FieldValue::Number(u64::from(
+                    value
+                        .as_bool()
+                        .ok_or_else(|| anyhow!("{key} must be true or false"))?,
+                )),
                 FieldKind::Factor => FieldValue::Factor(
                     value
                         .as_f64()

@@ -180,6 +180,10 @@ pub fn metric_map(m: &Metrics) -> BTreeMap<String, Value> {
             &format!("rejected-{}", reason.name()),
             m.rejected(*reason).into(),
         );
+        put(
+            &format!("shadow-rejected-{}", reason.name()),
+            m.shadow_rejected(*reason).into(),
+        );
     }
     put("successes-total", m.successes_total.into());
     put("faults-total", m.faults_total.into());

@@ -499,5 +499,8 @@ fn config(settings: &BreakerSettings) -> Config {
         fault_statuses: settings.fault_statuses.clone(),
         fault_grpc_codes: None,
         fleet_quorum: None,
+        // Shadow mode's counts live in the breaker and leave no trace in its export: an
+        // instance made per request would drop them with it. The guard enforces.
+        shadow: None,
     }
 }

@@ -256,6 +256,7 @@ pub struct Admission {
 pub struct RawPermit {
     ticket: u64,
     probe: bool,
+    shadow: bool,
     /// The instance's era when the ticket was issued; `None` for a ticket from a number.
     era: Option<u64>,
 }
@@ -267,6 +268,7 @@ impl RawPermit {
         Self {
             ticket,
             probe: false,
+            shadow: false,
             era: None,
         }
     }
@@ -279,6 +281,12 @@ impl RawPermit {
     /// Whether this call is a half-open probe.
     pub fn is_probe(self) -> bool {
         self.probe
+    }
+
+    /// Whether shadow mode let this call through: an enforcing breaker would have turned
+    /// it away, and its outcome counts nothing.
+    pub fn is_shadow(self) -> bool {
+        self.shadow
     }
 }
 
@@ -366,6 +374,7 @@ impl Breaker {
                 breaker: Arc::clone(&self.shared),
                 ticket: Some(admitted.ticket),
                 probe: admitted.notes.contains(wit::AdmissionNotes::PROBE),
+                shadow: admitted.notes.contains(wit::AdmissionNotes::SHADOW),
                 era,
             }),
             transitions,
@@ -384,6 +393,7 @@ impl Breaker {
             decision: decision.map(|(admitted, era)| RawPermit {
                 ticket: admitted.ticket,
                 probe: admitted.notes.contains(wit::AdmissionNotes::PROBE),
+                shadow: admitted.notes.contains(wit::AdmissionNotes::SHADOW),
                 era: Some(era),
             }),
             transitions,
@@ -588,6 +598,7 @@ pub struct Permit {
     /// `None` once recorded.
     ticket: Option<u64>,
     probe: bool,
+    shadow: bool,
     /// The instance's era when it was issued.
     era: u64,
 }
@@ -605,6 +616,12 @@ impl Permit {
     /// Whether this call is a half-open probe.
     pub fn is_probe(&self) -> bool {
         self.probe
+    }
+
+    /// Whether shadow mode let this call through: an enforcing breaker would have turned
+    /// it away, and its outcome counts nothing.
+    pub fn is_shadow(&self) -> bool {
+        self.shadow
     }
 
     /// Hands the permit back with its call's outcome, at the clock's `now`. An invalid

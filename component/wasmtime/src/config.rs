@@ -31,6 +31,7 @@ pub(crate) fn to_wit(c: &Config) -> wit::Config {
         fault_statuses: Some(c.fault_statuses.iter().collect()),
         fault_grpc_codes: Some(c.fault_grpc_codes.iter().collect()),
         fleet_quorum: c.fleet_quorum,
+        shadow: Some(c.shadow),
     }
 }
 
@@ -59,6 +60,7 @@ impl Default for wit::Config {
             fault_statuses: None,
             fault_grpc_codes: None,
             fleet_quorum: None,
+            shadow: None,
         }
     }
 }

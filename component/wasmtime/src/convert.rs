@@ -53,20 +53,34 @@ pub fn core_fleet_status(s: &wit::FleetStatus) -> FleetStatus {
     }
 }
 
+/// Counts by reason, laid out as the core's `rejected_total` (by `RejectReason::code`).
+fn per_reason(counts: [(RejectReason, u64); 5]) -> [u64; tripgate_core::REJECT_REASONS] {
+    let mut total = [0; tripgate_core::REJECT_REASONS];
+    for (reason, count) in counts {
+        if let Some(slot) = total.get_mut(usize::from(reason.code())) {
+            *slot = count;
+        }
+    }
+    total
+}
+
 /// The core's metrics for the WIT record.
 pub fn core_metrics(m: &wit::Metrics) -> Metrics {
-    let mut rejected_total = [0; tripgate_core::REJECT_REASONS];
-    for (reason, count) in [
+    let rejected_total = per_reason([
         (RejectReason::Open, m.rejected_open),
         (RejectReason::Probing, m.rejected_probing),
         (RejectReason::Isolated, m.rejected_isolated),
         (RejectReason::Saturated, m.rejected_saturated),
         (RejectReason::ProbingElsewhere, m.rejected_probing_elsewhere),
-    ] {
-        if let Some(slot) = rejected_total.get_mut(usize::from(reason.code())) {
-            *slot = count;
-        }
-    }
+    ]);
+    let s = &m.shadow_rejected;
+    let shadow_rejected_total = per_reason([
+        (RejectReason::Open, s.open),
+        (RejectReason::Probing, s.probing),
+        (RejectReason::Isolated, s.isolated),
+        (RejectReason::Saturated, s.saturated),
+        (RejectReason::ProbingElsewhere, s.probing_elsewhere),
+    ]);
     // In the order of the core's ROUTES (the `tables` test checks the WIT lists it).
     let mut transitions_by_route = [0; tripgate_core::ROUTE_COUNT];
     for (slot, count) in transitions_by_route.iter_mut().zip(&m.transitions_by_route) {
@@ -85,6 +99,7 @@ pub fn core_metrics(m: &wit::Metrics) -> Metrics {
         probes_out: m.probes_out,
         admitted_total: m.admitted_total,
         rejected_total,
+        shadow_rejected_total,
         successes_total: m.successes_total,
         faults_total: m.faults_total,
         stale_total: m.stale_total,

@@ -117,6 +117,7 @@ fn wit_config(config: &VectorConfig) -> wit::Config {
             F::HalfOpenSuccessRate => c.half_open_success_rate = Some(small),
             F::ProbeTimeout => c.probe_timeout = Some(n),
             F::FleetQuorum => c.fleet_quorum = Some(small),
+            F::Shadow => c.shadow = Some(n != 0),
             F::FaultStatuses | F::FaultGrpcCodes => {}
         }
     }

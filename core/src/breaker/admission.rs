@@ -79,7 +79,7 @@ impl Breaker {
             .then(|| Ok(self.admit_untracked_call(now))),
             State::Open => {
                 let remaining = self.phase.remaining(now);
-                (remaining > 0).then(|| Err(self.reject(RejectReason::Open, remaining)))
+                (remaining > 0).then(|| self.refuse(RejectReason::Open, remaining, now))
             }
             _ => None,
         }
@@ -113,9 +113,9 @@ impl Breaker {
         let decision = match self.phase.state {
             State::Closed => self.admit_closed(now, &mut transitions),
             State::Disabled => Ok(self.admit_call(now)),
-            State::Open => Err(self.reject(RejectReason::Open, self.phase.remaining(now))),
+            State::Open => self.refuse(RejectReason::Open, self.phase.remaining(now), now),
             State::HalfOpen => self.admit_probe(now),
-            State::Isolated => Err(self.reject(RejectReason::Isolated, 0)),
+            State::Isolated => self.refuse(RejectReason::Isolated, 0, now),
         };
         Admission {
             decision,
@@ -168,6 +168,29 @@ impl Breaker {
         self.phase.state == State::Closed && self.config.slow_call_duration.is_none()
     }
 
+    /// Turns a call away, or in shadow mode (SPEC § Shadow mode) counts the rejection it
+    /// would have been and admits it with a shadow permit, whose outcome counts nothing.
+    #[inline(always)]
+    fn refuse(
+        &mut self,
+        reason: RejectReason,
+        retry_after: Nanos,
+        now: Nanos,
+    ) -> Result<Permit, Rejection> {
+        if self.config.shadow {
+            return Ok(self.shadow_permit(reason, now));
+        }
+        Err(self.reject(reason, retry_after))
+    }
+
+    #[cold]
+    fn shadow_permit(&mut self, reason: RejectReason, now: Nanos) -> Permit {
+        if let Some(count) = self.shadow_rejected.get_mut(usize::from(reason.code())) {
+            bump(count);
+        }
+        Permit::shadow(self.phase.epoch, now)
+    }
+
     #[inline(always)]
     fn reject(&mut self, reason: RejectReason, retry_after: Nanos) -> Rejection {
         if let Some(count) = self.stats.rejected.get_mut(usize::from(reason.code())) {
@@ -209,7 +232,7 @@ impl Breaker {
         if self.config.slow_call_duration.is_some() {
             if let Some(trip) = self.hang_trip(now) {
                 transitions.push(trip);
-                return Err(self.reject(RejectReason::Open, self.phase.remaining(now)));
+                return self.refuse(RejectReason::Open, self.phase.remaining(now), now);
             }
         }
         if self
@@ -217,7 +240,7 @@ impl Breaker {
             .max_in_flight
             .is_some_and(|cap| self.in_flight.count() >= cap)
         {
-            return Err(self.reject(RejectReason::Saturated, 0));
+            return self.refuse(RejectReason::Saturated, 0, now);
         }
         Ok(self.admit_call(now))
     }
@@ -228,7 +251,7 @@ impl Breaker {
             // Another member holds the fleet's probe lease (its round speaks for all), or
             // nobody does: this caller is why this member asks for it.
             self.fleet.asked = true;
-            return Err(self.reject(RejectReason::ProbingElsewhere, 0));
+            return self.refuse(RejectReason::ProbingElsewhere, 0, now);
         }
         let (limit, timeout) = (self.config.half_open_max_probes, self.config.probe_timeout);
         match self.probes.admit(limit, now, timeout) {
@@ -240,7 +263,8 @@ impl Breaker {
                 let until_timeout = self.probes.oldest(now).map_or(0, |start| {
                     self.config.probe_timeout.saturating_sub(since(now, start))
                 });
-                Err(self.reject(RejectReason::Probing, until_timeout.min(PROBING_RETRY_CAP)))
+                let retry_after = until_timeout.min(PROBING_RETRY_CAP);
+                self.refuse(RejectReason::Probing, retry_after, now)
             }
         }
     }

@@ -9,7 +9,7 @@ use crate::config::{Config, ConfigError};
 use crate::exposition::Reading;
 use crate::fleet::Fleet;
 use crate::inflight::InFlight;
-use crate::metrics::{bump, count_route, Metrics, Routes, Stats};
+use crate::metrics::{bump, count_route, Metrics, Routes, Stats, REJECT_REASONS};
 use crate::permit::Permit;
 use crate::phase::Phase;
 use crate::probes::Probes;
@@ -93,6 +93,9 @@ pub struct Breaker {
     in_flight: InFlight,
     probes: Probes,
     stats: Stats,
+    /// The rejections shadow mode let through, by reason: this breaker's own count, which
+    /// an export does not carry.
+    shadow_rejected: [u64; REJECT_REASONS],
     fleet: Fleet,
 }
 
@@ -107,6 +110,7 @@ impl Breaker {
             in_flight: InFlight::new(config.slow_call_duration, now),
             probes: Probes::new(),
             stats: Stats::default(),
+            shadow_rejected: [0; REJECT_REASONS],
             fleet: Fleet::new(config.fleet_quorum),
             config,
         })
@@ -162,6 +166,7 @@ impl Breaker {
             },
             admitted_total: self.stats.admitted,
             rejected_total: self.stats.rejected,
+            shadow_rejected_total: self.shadow_rejected,
             successes_total: self.stats.successes,
             faults_total: self.stats.faults.saturating_add(probe_timeouts),
             stale_total: self.stats.stale,

@@ -149,6 +149,15 @@ impl Breaker {
     #[inline(always)]
     fn settled_record(&mut self, permit: Permit, class: Class, now: Nanos) -> Recorded {
         let mut transitions = self.settle(now);
+        if permit.is_shadow() {
+            // A call only shadow mode let through: an enforcing breaker never saw it.
+            return Recorded {
+                class,
+                slow: false,
+                stale: false,
+                transitions,
+            };
+        }
         let slow = class == Class::Success
             && self
                 .config
@@ -199,6 +208,9 @@ impl Breaker {
     /// keeps its slot until its outcome or its `probe-timeout`. A host that keeps permits
     /// in a table may drop those that hold nothing; their outcome would only be stale.
     pub fn holds(&self, permit: &Permit, now: Nanos) -> bool {
+        if permit.is_shadow() {
+            return false;
+        }
         let now = self.clock.peek(now);
         let current = permit.is_of_epoch(self.phase.epoch)
             && since(now, permit.started) <= since(now, self.phase.entered_at);

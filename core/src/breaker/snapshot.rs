@@ -199,6 +199,8 @@ impl Breaker {
             in_flight: InFlight::new(self.config.slow_call_duration, now),
             probes,
             stats,
+            // The shadow counters are this breaker's: an export does not carry them.
+            shadow_rejected: self.shadow_rejected,
             // Fleet membership belongs to the process, not to the state: the adapter
             // reconciles the imported breaker with the store.
             fleet: self.fleet.clone(),

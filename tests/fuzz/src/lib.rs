@@ -149,6 +149,7 @@ fn get(c: &Config, field: Field) -> Option<u64> {
         F::HalfOpenSuccessRate => opt(c.half_open_success_rate.map(u64::from)),
         F::ProbeTimeout => c.probe_timeout,
         F::FleetQuorum => opt(c.fleet_quorum.map(u64::from)),
+        F::Shadow => u64::from(c.shadow),
         F::FaultStatuses | F::FaultGrpcCodes => return None,
     })
 }
@@ -168,6 +169,7 @@ fn capacity(field: Field) -> u64 {
         | F::HalfOpenMaxProbes
         | F::HalfOpenSuccessRate
         | F::FleetQuorum => u8::MAX.into(),
+        F::Shadow => 1,
         _ => u64::MAX,
     }
 }

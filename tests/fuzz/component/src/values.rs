@@ -97,6 +97,7 @@ pub(crate) fn config(
         fault_statuses: lists.statuses,
         fault_grpc_codes: lists.grpc,
         fleet_quorum: optional!(fleet_quorum),
+        shadow: field!(shadow),
     };
     let expected = expected.and_then(|c| c.validate().map(|()| c));
     Ok((wit, expected))

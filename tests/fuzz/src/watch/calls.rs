@@ -234,20 +234,24 @@ impl Watch {
         let outcome = input::outcome(u)?;
         let (reading, now) = self.reading(u)?;
         let before = self.b.clone();
+        // Slots 1-64 are probes', 127 a shadow permit's (whose outcome counts nothing).
+        let slot = raw.ticket & 127;
         match self.b.record_raw(raw, outcome, reading) {
             Err(_) => {
                 assert!(
-                    raw.ticket & 127 > 64,
+                    slot > 64 && slot != 127,
                     "a well-formed ticket refused: {raw:?}"
                 );
                 assert_eq!(self.b, before, "a refused ticket changed the breaker");
             }
             Ok(recorded) => {
                 assert!(
-                    raw.ticket & 127 <= 64,
+                    slot <= 64 || slot == 127,
                     "an impossible slot accepted: {raw:?}"
                 );
-                if recorded.stale {
+                if slot == 127 {
+                    assert!(!recorded.stale, "a shadow permit is never stale");
+                } else if recorded.stale {
                     self.counts.stale += 1;
                 } else {
                     self.forged = true;
