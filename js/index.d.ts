@@ -154,6 +154,14 @@ export interface Transition {
   epoch: number;
 }
 
+/** What `reconfigure` did. */
+export interface Reconfigured {
+  /** The window kept its outcomes (its shape is the same), or started empty. */
+  windowKept: boolean;
+  /** Transitions time had made due, applied first under the old options (also emitted). */
+  transitions: Transition[];
+}
+
 export interface Rejection {
   reason: RejectReason;
   /** When trying again could succeed, in ms (0: no estimate). */
@@ -339,6 +347,17 @@ export declare class CircuitBreaker {
   disable(): void;
   /** Back to closed from any state, with an empty window; every permit out becomes stale. */
   reset(): void;
+
+  /**
+   * Puts `options` in force on this live breaker: a whole set, checked as the
+   * constructor's (absent options take their defaults) and refused the same way, naming
+   * the option, with nothing changed. `fleetQuorum` and `slowCallDurationMs` cannot
+   * change (`RangeError`), nor `clock` (it may be given again; absent, it is kept). The
+   * state, its epoch (every permit out stays current), an opening in progress and the
+   * counters are kept, the window too while its shape (`windowCalls`, or `windowMs` and
+   * `buckets`) is the same. The transitions also reach the listeners.
+   */
+  reconfigure(options?: CircuitBreakerOptions): Reconfigured;
 
   /** The full state as compact versioned bytes, with times relative to now. */
   exportState(): Uint8Array;

@@ -15,7 +15,7 @@ import { Listeners } from './events.js';
 import { execute, rejection, settle } from './execute.js';
 import { READ } from './exposition.js';
 import { checkVotes, fleetEvent, fleetStore } from './fleet-args.js';
-import { isReading, own, readOptions, readingError } from './options.js';
+import { configError, isReading, readConfig, readOptions, readingError } from './options.js';
 import { onInstall, wasm } from './tables.js';
 
 let TRANSITIONED = 0;
@@ -34,6 +34,8 @@ let ANNOUNCEMENT_KINDS = [];
 let PROBING_ELSEWHERE = 0;
 let fleetStatusBuffer = new Float64Array(0);
 const announcementBuffer = new Float64Array(1);
+/** `reconfigure`'s report from the wasm side: window kept (0/1), transitions. */
+const reconfiguredBuffer = new Float64Array(2);
 let transitionBuffer = new Float64Array(0);
 let metricsBuffer = new Float64Array(0);
 /**
@@ -104,10 +106,7 @@ export class CircuitBreaker {
     }
     const { values, statuses, grpcCodes, clock, now, timeoutMs } = readOptions(options);
     const problem = wasm.check_config(values, statuses, grpcCodes);
-    if (problem !== undefined) {
-      const option = problem.slice(0, problem.indexOf(' '));
-      throw rangeError(option, problem, own(options, option));
-    }
+    if (problem !== undefined) throw configError(problem, options);
     this.#clock = clock;
     this.#timeoutMs = timeoutMs;
     this.#w = new wasm.Breaker(values, statuses, grpcCodes, now);
@@ -314,6 +313,39 @@ export class CircuitBreaker {
     if (this.#w.reset(this.#now()) > 0) this.#emitTransitions();
   }
 
+  // ---- live reconfiguration ---------------------------------------------------------------
+
+  /**
+   * Puts `options` in force on this live breaker (SPEC § Reconfiguration): a whole set of
+   * options, read and checked as the constructor's (absent ones take their defaults), and
+   * refused the same way, naming the option, with nothing changed. `fleetQuorum` and
+   * `slowCallDurationMs` must stay as the breaker was made; `clock` may be given again
+   * (so that the creation options can be passed with changes) but not changed, and when
+   * absent the breaker keeps its clock. The state, its epoch (every permit out stays
+   * current), an opening in progress and the counters are kept; the window too while its
+   * shape (`windowCalls`, or `windowMs` and `buckets`) is the same. Returns
+   * `{ windowKept, transitions }`: the transitions time had made due, applied first under
+   * the old options, which the listeners get as from any other call.
+   */
+  reconfigure(options) {
+    if (this.#w === DISPOSED) throw disposedError();
+    const { values, statuses, grpcCodes, clock, timeoutMs } = readConfig(options);
+    // A new clock would restart time from another origin under every instant the breaker
+    // holds (an opening's end, the window's buckets, the calls in flight).
+    if (clock !== undefined && clock !== this.#clock) {
+      throw rangeError('clock', 'clock cannot change on a live breaker', clock);
+    }
+    const out = reconfiguredBuffer;
+    const problem = this.#w.reconfigure(values, statuses, grpcCodes, this.#now(), out);
+    if (problem !== undefined) throw configError(problem, options);
+    this.#timeoutMs = timeoutMs;
+    const windowKept = out[0] === 1;
+    if (out[1] === 0) return { windowKept, transitions: [] };
+    const transitions = this.#readTransitions();
+    this.#emitTransitions(transitions);
+    return { windowKept, transitions };
+  }
+
   // ---- export / import ------------------------------------------------------------------
 
   /** The full state as compact versioned bytes (times relative to now). */
@@ -472,22 +504,27 @@ export class CircuitBreaker {
   }
 
   /**
-   * Tells the listeners about the last call's transitions. All are read before any
-   * listener runs: a listener may call into this or another breaker, which overwrites the
-   * shared buffer.
+   * Tells the listeners about the last call's transitions (`list`, when the caller has
+   * read them already). All are read before any listener runs: a listener may call into
+   * this or another breaker, which overwrites the shared buffer.
    */
-  #emitTransitions() {
+  #emitTransitions(list) {
     if (this.#wake !== null) this.#wake(false);
     const events = this.#events;
     if (!events.any) return;
+    for (const t of list ?? this.#readTransitions()) {
+      events.emit('transition', t);
+      events.emit(t.to, t);
+    }
+  }
+
+  /** The last call's transitions, as the listeners get them. */
+  #readTransitions() {
     const buf = transitionBuffer;
     const n = this.#w.transitions(buf);
     const list = [];
     for (let i = 0; i < n; i++) list.push(transition(buf, i * WIDTH));
-    for (const t of list) {
-      events.emit('transition', t);
-      events.emit(t.to, t);
-    }
+    return list;
   }
 }
 

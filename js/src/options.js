@@ -153,6 +153,16 @@ export const defaultClock = () => performance.now();
  * code), the fault lists, the clock with its first reading, and the default timeout.
  */
 export function readOptions(options) {
+  const read = readConfig(options);
+  const clock = read.clock ?? defaultClock;
+  return { ...read, clock, now: firstReading(clock) };
+}
+
+/**
+ * What `readOptions` reads but the clock's first reading: `reconfigure` takes the same
+ * options, and a live breaker reads its own clock. `clock` is `undefined` when not given.
+ */
+export function readConfig(options) {
   if (options === undefined) options = {};
   if (typeof options !== 'object' || options === null) {
     throw typeError('options', 'options must be an object', options);
@@ -187,20 +197,27 @@ export function readOptions(options) {
       grpcCodes = codes && Uint8Array.from(codes);
     }
   }
-  const clock = own(options, 'clock') ?? defaultClock;
-  if (typeof clock !== 'function') {
+  const clock = own(options, 'clock') ?? undefined;
+  if (clock !== undefined && typeof clock !== 'function') {
     throw typeError('clock', 'clock must be a function returning milliseconds', clock);
   }
-  const now = firstReading(clock);
   const timeoutMs = own(options, 'timeoutMs');
   return {
     values,
     statuses,
     grpcCodes,
     clock,
-    now,
     timeoutMs: given(timeoutMs) ? checkTimeout('timeoutMs', timeoutMs) : undefined,
   };
+}
+
+/**
+ * The error for a config the core refused: its `"<option> <rule>"` (js/crate/src/config.rs)
+ * names the option, whose value the message shows.
+ */
+export function configError(problem, options) {
+  const option = problem.slice(0, problem.indexOf(' '));
+  return rangeError(option, problem, options === undefined ? undefined : own(options, option));
 }
 
 /** A clock is read once at construction: one that cannot give a reading then is refused. */

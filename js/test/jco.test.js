@@ -83,6 +83,11 @@ function componentSubject(circuitBreaker) {
             throw new Error(error.payload?.message ?? String(error));
           }
         },
+        reconfigure(options, now, reading) {
+          // A refusal is thrown with the WIT config-error as `payload`, as `create`'s is.
+          const r = breaker.reconfigure(witConfig(options), ns(now, reading));
+          return { windowKept: r.windowKept, transitions: triples(r.transitions) };
+        },
         fleetApply({ generation, kind, remainingMs }, now, reading) {
           const r = breaker.fleetApply({ generation: BigInt(generation), kind, remaining: ns(remainingMs) }, ns(now, reading));
           return { applied: r.applied, transitions: triples(r.transitions) };

@@ -2,7 +2,7 @@
 // API as the tests use it. Not run.
 import {
   CircuitBreaker, CircuitOpenError, Rejected, classifyError, configFields, initSync,
-  type ClockError, type FleetAnnouncement, type FleetApplied, type FleetStatus, type ListenerError, type Metrics, type Outcome, type Permit, type State, type Transition,
+  type ClockError, type FleetAnnouncement, type FleetApplied, type FleetStatus, type ListenerError, type Metrics, type Outcome, type Permit, type Reconfigured, type State, type Transition,
 } from 'tripgate';
 
 const breaker = new CircuitBreaker({ failureThreshold: 3, cooldownMs: 5_000, faultStatuses: [408, 503], clock: () => performance.now() });
@@ -31,6 +31,11 @@ void listenerErrors;
 const option: string = configFields[0].option;
 void option;
 breaker.record(breaker.acquire(), { status: '503' });
+const reconfigured: Reconfigured = breaker.reconfigure({ failureThreshold: 4, cooldownMs: 5_000 });
+const entered: State[] = reconfigured.transitions.map((t) => t.to);
+void reconfigured.windowKept; void entered;
+// @ts-expect-error: reconfigure takes the constructor's options
+breaker.reconfigure({ threshold: 4 });
 
 const member = new CircuitBreaker({ fleetQuorum: 2 });
 const applied: FleetApplied = member.fleetApply({ generation: 3n, kind: 'open', remainingMs: 1_000 });

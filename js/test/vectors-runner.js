@@ -11,6 +11,8 @@ import { FakeClock, jsMessage, optionOfField } from './helpers.js';
  *   state(now, reading), metrics(now, reading) -> vector-keyed object,
  *   manual(op, now, reading) -> transitions, export(now, reading) -> Uint8Array,
  *   import(bytes, elapsedMs, now, reading) (throws on refusal),
+ *   reconfigure(options, now, reading) -> { windowKept, transitions } | throws as create
+ *   does (checked by checkConfigError),
  *   and fleet mode's: fleetApply({ generation, kind, remainingMs }, now, reading) ->
  *   { applied, transitions }, fleetVotes([[member, ageMs]], now, reading) -> boolean,
  *   fleetStore(reachable, leaseMs | null, now, reading), fleetAnnouncement() ->
@@ -28,7 +30,7 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
     });
     return;
   }
-  const run = new Run(subject, options, optionsOf);
+  const run = new Run(subject, options, optionsOf, { optionOfField, jsMessage });
   let last = 0;
   vector.steps.forEach((step, index) => {
     const where = `step ${index} ${JSON.stringify(step)}`;
@@ -40,10 +42,12 @@ export function runVector(vector, subject, { optionsOf, optionOfField, jsMessage
 
 /** One vector's run: its subject's breaker, and what earlier steps left for later ones. */
 class Run {
-  constructor(subject, options, optionsOf) {
+  constructor(subject, options, optionsOf, names) {
     this.subject = subject;
     this.options = options;
     this.optionsOf = optionsOf;
+    /** `{ optionOfField, jsMessage }`, for checkConfigError. */
+    this.names = names;
     this.breaker = subject.create(options, 0);
     this.permits = new Map();
     this.snapshots = new Map();
@@ -79,6 +83,9 @@ class Run {
         break;
       case 'import':
         this.import(s);
+        break;
+      case 'reconfigure':
+        this.reconfigure(s);
         break;
       case 'fleet-apply': {
         const event = { generation: step.generation, kind: step.kind, remainingMs: step['remaining-ms'] ?? 0 };
@@ -191,6 +198,28 @@ class Run {
       assert.equal(error, null, `${where}: import failed: ${error?.message}`);
     }
   }
+
+  /** Puts the step's whole config in force (absent fields take defaults, as in a vector's
+   * own `config`): the config error it expects, else window-kept and the transitions. The
+   * config put in force is the one a later `fresh` import makes its breaker with, as in
+   * the Rust runner. */
+  reconfigure({ step, where, at, reading, expect, wantTransitions }) {
+    const options = this.optionsOf(step.config ?? {});
+    const want = expect['config-error'];
+    let result;
+    try {
+      result = this.breaker.reconfigure(options, at, reading);
+    } catch (error) {
+      if (error instanceof assert.AssertionError) throw error;
+      assert.ok(want, `${where}: config refused: ${error.message}`);
+      this.subject.checkConfigError(error, want, this.names);
+      return;
+    }
+    assert.ok(!want, `${where}: config was accepted; expected an error`);
+    if ('window-kept' in expect) assert.equal(result.windowKept, expect['window-kept'], `${where}: window-kept`);
+    this.options = options;
+    assert.deepEqual(result.transitions, wantTransitions, `${where}: transitions`);
+  }
 }
 
 /** Each field `want` names against `got`'s, named `${what}.${field}` in a failure. */
@@ -301,6 +330,15 @@ class PackageBreaker {
   import(bytes, elapsedMs, now, reading) {
     this.at(now, reading);
     this.breaker.importState(bytes, elapsedMs);
+  }
+
+  /** With the breaker's own clock given again, as a caller passing its creation options
+   * with changes does. The transitions returned are the ones the listeners got. */
+  reconfigure(options, now, reading) {
+    this.at(now, reading);
+    const { windowKept, transitions } = this.breaker.reconfigure({ ...options, clock: this.clock.read });
+    assert.deepEqual(transitions.map((t) => [t.from, t.to, t.reason]), this.transitions, 'returned = emitted');
+    return { windowKept, transitions: this.transitions };
   }
 
   fleetApply(event, now, reading) {

@@ -314,6 +314,41 @@ impl Breaker {
         self.manual(Core::reset, now_ms)
     }
 
+    /// Puts a new config in force at `now_ms` on this live breaker (the core's
+    /// `reconfigure`, SPEC § Reconfiguration): `values` and the code lists as
+    /// [`Breaker::new`] takes them, built and checked by the same [`config::build`].
+    /// `undefined` on success, with `out[0]` 1 when the window kept its outcomes (0 when it
+    /// started empty) and `out[1]` the number of transitions time had made due (read them
+    /// with [`Self::transitions`]). Else `"<option> <rule>"` worded as
+    /// [`config::check_config`] words it, `fleetQuorum cannot change on a live breaker`
+    /// among them, and nothing changed: not the breaker, not `out`.
+    pub fn reconfigure(
+        &mut self,
+        values: &[f64],
+        statuses: Option<Vec<u16>>,
+        grpc_codes: Option<Vec<u8>>,
+        now_ms: f64,
+        out: &mut [f64],
+    ) -> Option<String> {
+        let now = self.now(now_ms);
+        let reconfigured = config::build(values, statuses.as_deref(), grpc_codes.as_deref())
+            .and_then(|config| self.core.reconfigure(config, now));
+        match reconfigured {
+            Ok(done) => {
+                self.note(done.transitions);
+                let report = [
+                    f64::from(u8::from(done.window_kept)),
+                    done.transitions.len() as f64,
+                ];
+                for (o, v) in out.iter_mut().zip(report) {
+                    *o = v;
+                }
+                None
+            }
+            Err(error) => Some(config::message(error)),
+        }
+    }
+
     /// The state as of `now_ms`, as the core's versioned bytes.
     pub fn export_state(&self, now_ms: f64) -> Result<Vec<u8>, JsError> {
         let mut buf = [0u8; MAX_EXPORT_LEN];
@@ -380,6 +415,102 @@ mod tests {
         }
         assert_eq!(b.outstanding(), 64);
         assert_eq!(b.permits.capacity(), len);
+    }
+
+    /// `values` with the given fields set, the rest not given.
+    fn values(pairs: &[(Field, f64)]) -> Vec<f64> {
+        let mut values = vec![f64::NAN; Field::ALL.len()];
+        for &(field, value) in pairs {
+            values[usize::from(field.code())] = value;
+        }
+        values
+    }
+
+    fn fault(b: &mut Breaker, now_ms: f64) -> i32 {
+        let p = b.acquire(now_ms);
+        b.record(f64::from(p), 503.0, now_ms)
+    }
+
+    #[test]
+    fn reconfigure_keeps_the_window_and_the_permits_out() {
+        let mut b = breaker();
+        for _ in 0..3 {
+            fault(&mut b, 1.0);
+        }
+        let out_before = b.acquire(2.0);
+        let mut out = [f64::NAN; 2];
+        let tighter = values(&[(Field::FailureThreshold, 4.0), (Field::MinCalls, 4.0)]);
+        assert_eq!(b.reconfigure(&tighter, None, None, 3.0, &mut out), None);
+        assert_eq!(out, [1.0, 0.0], "window kept, no transitions");
+        let code = b.record(f64::from(out_before), 503.0, 4.0);
+        assert_eq!(code & 8, 0, "the permit out before is current");
+        assert_eq!(code >> 4, 1, "the fourth fault trips, by the new rule");
+        let mut buf = [0.0; TRANSITION_WIDTH];
+        assert_eq!(b.transitions(&mut buf), 1);
+        assert_eq!(b.state(4.0), State::Open.code());
+    }
+
+    #[test]
+    fn reconfigure_refuses_with_the_option_name_and_changes_nothing() {
+        let mut b = Breaker::new(
+            &values(&[(Field::SlowCallDuration, 100.0)]),
+            None,
+            None,
+            0.0,
+        )
+        .unwrap();
+        for _ in 0..4 {
+            fault(&mut b, 1.0);
+        }
+        let mut out = [7.0; 2];
+        let refusals = [
+            (
+                values(&[(Field::FailureThreshold, 0.0)]),
+                "failureThreshold must be >= 1",
+            ),
+            (
+                values(&[(Field::SlowCallDuration, 100.0), (Field::FleetQuorum, 3.0)]),
+                "fleetQuorum cannot change on a live breaker",
+            ),
+            (
+                values(&[]),
+                "slowCallDurationMs cannot change on a live breaker",
+            ),
+        ];
+        for (config, message) in refusals {
+            assert_eq!(
+                b.reconfigure(&config, None, None, 2.0, &mut out).as_deref(),
+                Some(message)
+            );
+        }
+        assert_eq!(out, [7.0; 2], "out untouched");
+        fault(&mut b, 3.0);
+        assert_eq!(
+            b.state(3.0),
+            State::Open.code(),
+            "still the fifth fault trips"
+        );
+    }
+
+    #[test]
+    fn reconfigure_reshaped_window_starts_empty() {
+        let mut b = breaker();
+        for _ in 0..4 {
+            fault(&mut b, 1.0);
+        }
+        let mut out = [f64::NAN; 2];
+        let count_window = values(&[(Field::WindowCalls, 20.0)]);
+        assert_eq!(
+            b.reconfigure(&count_window, None, None, 2.0, &mut out),
+            None
+        );
+        assert_eq!(out, [0.0, 0.0], "window restarted");
+        fault(&mut b, 3.0);
+        assert_eq!(
+            b.state(3.0),
+            State::Closed.code(),
+            "the faults before no longer count"
+        );
     }
 
     #[test]
