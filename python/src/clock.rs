@@ -78,6 +78,16 @@ impl AnyClock {
         }
     }
 
+    /// Whether two clocks are one: the same `FakeClock`, or the same callable.
+    pub fn same(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Counter(_), Self::Counter(_)) => true,
+            (Self::Fake(a), Self::Fake(b)) => Arc::ptr_eq(a, b),
+            (Self::Callable(a), Self::Callable(b)) => a.func.as_ptr() == b.func.as_ptr(),
+            _ => false,
+        }
+    }
+
     /// Readings the callable gave that were not readings.
     pub fn errors(&self) -> u64 {
         match self {

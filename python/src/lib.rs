@@ -91,6 +91,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<breaker::Permit>()?;
     m.add_class::<breaker::Rejection>()?;
     m.add_class::<breaker::Transition>()?;
+    m.add_class::<breaker::Reconfigured>()?;
     m.add_class::<breaker::GuardedFunction>()?;
     m.add_class::<breaker::Guard>()?;
     m.add_class::<clock::FakeClock>()?;

@@ -45,7 +45,9 @@ pub fn option_error(py: Python<'_>, type_error: bool, option: &str, message: Str
     err
 }
 
-fn config_error(py: Python<'_>, error: ConfigError) -> PyErr {
+/// The core's refusal of a config, as `CircuitBreaker(...)` raises it: a `ValueError`
+/// naming the option, in the Python names.
+pub fn config_error(py: Python<'_>, error: ConfigError) -> PyErr {
     option_error(
         py,
         false,
@@ -206,6 +208,22 @@ fn codes(
     Ok(out)
 }
 
+/// The error for a negative count: the field's rule, as the core words it for the
+/// smallest value or, when that one is allowed, for the largest.
+fn below_zero(py: Python<'_>, config: &Config, field: Field, option: &str) -> PyErr {
+    for edge in [0, u64::MAX] {
+        let mut probe = *config;
+        if probe.set(field, edge).is_ok() {
+            if let Err(e) = probe.validate() {
+                if e.field == field {
+                    return config_error(py, e);
+                }
+            }
+        }
+    }
+    option_error(py, false, option, format!("{option} must be >= 0"))
+}
+
 fn set_field(
     py: Python<'_>,
     config: &mut Config,
@@ -218,31 +236,24 @@ fn set_field(
         FieldKind::Count | FieldKind::Percent => {
             let n = whole(py, option, value)?;
             if n < 0 {
-                // The field's rule, as the core words it for the smallest value.
-                // The field's rule, as the core words it for the smallest value or, when
-                // that one is allowed, for the largest.
-                for edge in [0, u64::MAX] {
-                    let mut probe = *config;
-                    if probe.set(field, edge).is_ok() {
-                        if let Err(e) = probe.validate() {
-                            if e.field == field {
-                                return Err(config_error(py, e));
-                            }
-                        }
-                    }
-                }
-                return Err(option_error(
-                    py,
-                    false,
-                    option,
-                    format!("{option} must be >= 0"),
-                ));
+                return Err(below_zero(py, config, field, option));
             }
             set(config, u64::try_from(n).unwrap_or(u64::MAX))
         }
         FieldKind::Duration => {
             let ns = seconds_to_ns(py, option, value)?;
             set(config, ns)
+        }
+        FieldKind::Flag => {
+            if !value.is_instance_of::<PyBool>() {
+                return Err(option_error(
+                    py,
+                    true,
+                    option,
+                    format!("{option} must be a bool, not {}", type_name(value)),
+                ));
+            }
+            set(config, u64::from(value.extract::<bool>().unwrap_or(false)))
         }
         FieldKind::Factor => {
             if value.is_instance_of::<PyBool>()
@@ -359,6 +370,17 @@ fn name_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
 }
 
 pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
+    parse_given(py, options).map(|(out, _)| out)
+}
+
+/// `parse`, and which of the package's own options (`name`, `clock`, `timeout`, ...) were
+/// given: `reconfigure` takes the same options, and those must stay as the breaker was
+/// made.
+pub fn parse_given(
+    py: Python<'_>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(Options, Vec<&'static str>)> {
+    let mut given = Vec::new();
     let mut out = Options {
         config: Config::default(),
         clock: AnyClock::counter(),
@@ -369,7 +391,7 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Op
         on_listener_error: None,
     };
     let Some(options) = options else {
-        return Ok(out);
+        return Ok((out, given));
     };
     for (key, value) in options.iter() {
         let option: String = key.extract()?;
@@ -379,11 +401,14 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Op
         }
         match Field::ALL.iter().find(|f| option_name(**f) == option) {
             Some(&field) => set_field(py, &mut out.config, field, &option, &value)?,
-            None => host_option(py, &mut out, &option, value)?,
+            None => {
+                host_option(py, &mut out, &option, value)?;
+                given.extend(HOST_OPTIONS.iter().find(|name| **name == option));
+            }
         }
     }
     out.config.validate().map_err(|e| config_error(py, e))?;
-    Ok(out)
+    Ok((out, given))
 }
 
 /// One of the package's own options (not the core's config): `name`, `clock`, `timeout`,

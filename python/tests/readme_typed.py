@@ -69,6 +69,11 @@ def heard(transition: tripgate.Transition) -> None:
 registry = tripgate.Registry(clock=clock, failure_threshold=3)
 search = registry.get("search", cooldown=5)
 names: List[str] = list(registry)
+reloaded: Optional[tripgate.Reconfigured] = registry.reconfigure("search", cooldown=10)
+added = registry.reconfigure("orders", cooldown=10)
+tightened = payments.reconfigure(failure_threshold=3, cooldown=15, window=timedelta(seconds=30))
+kept: bool = tightened.window_kept
+made: List[tripgate.Transition] = tightened.transitions
 scrape = CollectorRegistry()
 scrape.register(TripgateCollector(registry))
 
@@ -97,4 +102,5 @@ if __name__ == "__main__":
         assert error.reason == "isolated" and error.breaker == "payments"
     assert [t.to_state for t in transitions] == ["isolated"] and search.name == "search"
     assert b"tripgate" in generate_latest(scrape) and names == ["search"]
+    assert reloaded is not None and reloaded.window_kept and added is None and kept
     print("ran", metrics["successes_total"], "successes")

@@ -16,6 +16,7 @@ PUBLIC = [
     tripgate.Permit,
     tripgate.Rejection,
     tripgate.Transition,
+    tripgate.Reconfigured,
     tripgate.FakeClock,
     tripgate.Registry,
 ]
@@ -35,6 +36,8 @@ def test_every_public_member_has_a_docstring(cls):
 
 def test_registry_get_and_rejection_reason_say_what_they_do():
     assert "made on the first call" in Registry.get.__doc__
+    assert "returns None" in Registry.reconfigure.__doc__
+    assert "cannot change" in tripgate.CircuitBreaker.reconfigure.__doc__
     doc = tripgate.Rejection.reason.__doc__
     for reason in tripgate.REJECT_REASONS:
         assert f"`{reason}`" in doc

@@ -64,6 +64,8 @@ MISTAKES = textwrap.dedent(
     total: str = breaker.call(refund, 1)  # error: assignment
     body: str = asyncio.run(fetch("/"))  # error: assignment
     tripgate.CircuitBreaker(failure_treshold=5)  # error: call-arg
+    breaker.reconfigure(failure_treshold=5)  # error: call-arg
+    kept: str = breaker.reconfigure(cooldown=5).window_kept  # error: assignment
     breaker.guard(timeout="2s")  # error: arg-type
     permit = breaker.acquire()
     permit.record(503)  # error: union-attr

@@ -184,6 +184,29 @@ class Run:
 
     op_isolate = op_release = op_disable = op_reset = manual
 
+    def op_reconfigure(self):
+        """A whole new config (absent fields take defaults): the window kept or not and
+        the transitions, or the refusal the step expects, with the breaker unchanged."""
+        step, expect, where = self.step, self.expect, self.where
+        options = options_of(step.get("config", {}))
+        self.at()
+        try:
+            done = self.b.reconfigure(**options)
+        except (ValueError, TypeError) as error:
+            assert "config-error" in expect, f"{where}: config refused: {error}"
+            want = expect["config-error"]
+            assert error.option == python_message(want["field"]), f"{where}: config-error field"
+            assert python_message(want["message"]) in str(error), f"{where}: config-error message"
+            self.check_transitions(self.subject.transitions, "listener")
+            return
+        assert "config-error" not in expect, f"{where}: config was accepted; expected an error"
+        if "window-kept" in expect:
+            assert done.window_kept is expect["window-kept"], f"{where}: window-kept"
+        # An import into a fresh breaker later takes the configuration now in force.
+        self.options = options
+        self.check_transitions([list(t.as_tuple()) for t in done.transitions])
+        self.check_transitions(self.subject.transitions, "listener")
+
     def op_export(self):
         self.at()
         self.snapshots[self.step["snapshot"]] = self.b.export_state()
@@ -260,4 +283,4 @@ def test_vector(name, vector):
 
 
 def test_every_vector_file_is_found():
-    assert len(VECTORS) >= 53
+    assert len(VECTORS) >= 61

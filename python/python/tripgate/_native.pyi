@@ -63,6 +63,10 @@ class Transition:
     epoch: int
     def as_tuple(self) -> Tuple[str, str, str]: ...
 
+class Reconfigured:
+    window_kept: bool
+    transitions: List[Transition]
+
 class Permit:
     admitted: bool
     probe: bool
@@ -146,6 +150,37 @@ class Breaker:
     def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> Literal[False]: ...
     def on_transition(self, listener: Callable[[Transition], T]) -> Callable[[Transition], T]: ...
     def remove_listener(self, listener: Callable[[Transition], Any]) -> None: ...
+    def reconfigure(
+        self,
+        *,
+        failure_threshold: Optional[int] = None,
+        min_calls: Optional[int] = None,
+        failure_rate: Optional[int] = None,
+        slow_call_rate: Optional[int] = None,
+        slow_call_duration: Optional[Duration] = None,
+        window: Optional[Duration] = None,
+        buckets: Optional[int] = None,
+        window_calls: Optional[int] = None,
+        cooldown: Optional[Duration] = None,
+        backoff_factor: Optional[float] = None,
+        max_cooldown: Optional[Duration] = None,
+        jitter_percent: Optional[int] = None,
+        max_in_flight: Optional[int] = None,
+        half_open_max_probes: Optional[int] = None,
+        half_open_required_successes: Optional[int] = None,
+        half_open_success_rate: Optional[int] = None,
+        probe_timeout: Optional[Duration] = None,
+        fault_statuses: Optional[Iterable[int]] = None,
+        fault_grpc_codes: Optional[Iterable[int]] = None,
+        jitter_seed: Optional[int] = None,
+        fleet_quorum: Optional[int] = None,
+        name: Optional[str] = None,
+        clock: Union[FakeClock, Callable[[], float], None] = None,
+        timeout: Optional[Duration] = None,
+        fallback: Any = ...,
+        classify: Optional[Callable[[Any], object]] = None,
+        on_listener_error: Optional[Callable[[BaseException, Transition], object]] = None,
+    ) -> Reconfigured: ...
     def isolate(self) -> List[Transition]: ...
     def release(self) -> List[Transition]: ...
     def disable(self) -> List[Transition]: ...

@@ -129,6 +129,56 @@ impl Built {
         })
     }
 
+    /// `reconfigure(**options)`: the core's config, whole (an option not given is its
+    /// default), read as `make` reads it and put in force by the core, which keeps the
+    /// state. The package's own options may be given again as the breaker was made with
+    /// them (a reload that passes every option), never changed: `call`, its guards and
+    /// its decorated functions read them without a lock, and a guard or a decorated
+    /// function keeps the breaker's timeout and fallback from when it was made.
+    /// Transitions reach the listeners, as any call's.
+    pub(super) fn reconfigure(
+        &self,
+        py: Python<'_>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<tripgate::Reconfigured> {
+        let (o, given) = options::parse_given(py, options)?;
+        for option in given {
+            if !self.keeps(py, option, &o)? {
+                return Err(options::option_error(
+                    py,
+                    false,
+                    option,
+                    format!("{option} cannot change on a live breaker"),
+                ));
+            }
+        }
+        self.shared.clock.refresh(py);
+        self.inner
+            .reconfigure(o.config)
+            .map_err(|e| options::config_error(py, e))
+    }
+
+    /// Whether the package's own `option`, as read into `o`, is the breaker's: the same
+    /// name, clock and budget; the same object (or an equal one) for the functions and
+    /// the fallback.
+    fn keeps(&self, py: Python<'_>, option: &str, o: &options::Options) -> PyResult<bool> {
+        let same = |mine: Option<&Py<PyAny>>, theirs: Option<&Py<PyAny>>| match (mine, theirs) {
+            (None, None) => Ok(true),
+            (Some(a), Some(b)) => Ok(a.as_ptr() == b.as_ptr() || a.bind(py).eq(b.bind(py))?),
+            _ => Ok(false),
+        };
+        let s = &self.shared;
+        match option {
+            "name" => Ok(*s.name == *o.name),
+            "clock" => Ok(s.clock.same(&o.clock)),
+            "timeout" => Ok(s.timeout == o.timeout),
+            "fallback" => same(s.fallback.as_ref(), o.fallback.as_ref()),
+            "classify" => same(s.classify.as_ref(), o.classify.as_ref()),
+            "on_listener_error" => same(s.hooks.on_error.as_ref(), o.on_listener_error.as_ref()),
+            _ => Ok(true),
+        }
+    }
+
     pub(super) fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         self.shared.clock.refresh(py);
         let m = self.inner.metrics();

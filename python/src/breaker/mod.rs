@@ -20,7 +20,7 @@ pub(crate) use fleet::kind_of;
 pub use guarded::{Guard, GuardedFunction};
 pub use permit::Permit;
 use values::{open_error, seconds, transitions_list};
-pub use values::{Rejection, Transition};
+pub use values::{Reconfigured, Rejection, Transition};
 
 use std::sync::OnceLock;
 
@@ -377,6 +377,24 @@ impl Breaker {
     /// Back to closed with an empty window, from any state; permits out become stale.
     fn reset(&self, py: Python<'_>) -> PyResult<Py<PyList>> {
         self.built()?.manual(py, tripgate::Breaker::reset)
+    }
+
+    /// Puts a new configuration in force, keeping the state, the permits out, an opening
+    /// in progress and, while its shape is the same, the window (`SPEC.md` §
+    /// Reconfiguration). Takes the options `CircuitBreaker(...)` takes, the core's whole
+    /// (an option not given is its default); `fleet_quorum`, `slow_call_duration` and the
+    /// package's own options (`name`, `clock`, `timeout`, `fallback`, `classify`,
+    /// `on_listener_error`) cannot change. A bad option raises as at creation, naming it,
+    /// and changes nothing. Returns a `Reconfigured`; its transitions reach the listeners.
+    #[pyo3(signature = (**options))]
+    fn reconfigure(
+        &self,
+        py: Python<'_>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Reconfigured> {
+        self.built()?
+            .reconfigure(py, options)
+            .map(Reconfigured::from)
     }
 
     /// The whole state as bytes (the core's versioned format, instants relative to now).

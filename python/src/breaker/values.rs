@@ -120,6 +120,50 @@ impl Rejection {
     }
 }
 
+/// What `reconfigure` did: `window_kept` (the window kept its outcomes, its shape being
+/// the same, or started empty) and `transitions` (those time alone had made due, made
+/// under the old configuration before the new one took over; the listeners heard them).
+#[pyclass(frozen, module = "tripgate._native", name = "Reconfigured")]
+pub struct Reconfigured {
+    inner: tripgate::Reconfigured,
+}
+
+impl From<tripgate::Reconfigured> for Reconfigured {
+    fn from(inner: tripgate::Reconfigured) -> Self {
+        Self { inner }
+    }
+}
+
+#[pymethods]
+impl Reconfigured {
+    /// Whether the window kept its outcomes: its shape (`window_calls`, or `window` and
+    /// `buckets`) is the same. Otherwise it started empty.
+    #[getter]
+    fn window_kept(&self) -> bool {
+        self.inner.window_kept
+    }
+
+    /// The transitions the reconfiguration made (a new list at each read), as
+    /// `isolate()` and the others return theirs.
+    #[getter]
+    fn transitions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        transitions_list(py, self.inner.transitions.as_slice())
+    }
+
+    fn __repr__(&self) -> String {
+        let count = self.inner.transitions.as_slice().len();
+        format!(
+            "<Reconfigured: window {}, {count} transition{}>",
+            if self.inner.window_kept {
+                "kept"
+            } else {
+                "started empty"
+            },
+            if count == 1 { "" } else { "s" }
+        )
+    }
+}
+
 /// A state change: `from_state`, `to_state`, `reason`, `at` (seconds on the breaker's
 /// clock; `at_ns`), `epoch` (the one entered).
 #[pyclass(frozen, module = "tripgate._native", name = "Transition")]
