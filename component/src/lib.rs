@@ -87,7 +87,18 @@ impl wit::Guest for Component {
         now: u64,
     ) -> Result<wit::KeyedRecord, wit::RecordError> {
         let held = KEYS.get(key).ok_or(wit::RecordError::UnknownKey)?;
-        held.record_keyed(key, ticket, core_outcome(outcome)?, now)
+        held.record_keyed(key, ticket, (core_outcome(outcome)?, 0), now)
+    }
+
+    fn record_keyed_after(
+        key: u32,
+        ticket: wit::Ticket,
+        outcome: wit::Outcome,
+        retry_after: u64,
+        now: u64,
+    ) -> Result<wit::KeyedRecord, wit::RecordError> {
+        let held = KEYS.get(key).ok_or(wit::RecordError::UnknownKey)?;
+        held.record_keyed(key, ticket, (core_outcome(outcome)?, retry_after), now)
     }
 }
 
@@ -222,9 +233,18 @@ impl Held {
 
     /// One copy of the core's `record` for every permit kind and result shape.
     #[inline(never)]
-    fn record_core(&self, permit: Option<Permit>, outcome: Outcome, now: u64) -> Counted<Verdict> {
+    /// Records `outcome` with the stay-away it asked for (0: none).
+    fn record_core(
+        &self,
+        permit: Option<Permit>,
+        (outcome, retry_after): (Outcome, u64),
+        now: u64,
+    ) -> Counted<Verdict> {
         let mut core = self.core.borrow_mut();
         let recorded = match permit {
+            Some(permit) if retry_after > 0 => {
+                core.record_with_retry_after(permit, outcome, retry_after, now)
+            }
             Some(permit) => core.record(permit, outcome, now),
             None => core.record_stale(outcome, now),
         };
@@ -346,7 +366,7 @@ impl Held {
             Err(rejection) => self::rejection(rejection),
             Ok((_, Err(permit))) => {
                 // No place for another ticket: hand the permit straight back, uncounted.
-                let (_, more) = self.record_core(Some(permit), Outcome::Ignored, now);
+                let (_, more) = self.record_core(Some(permit), (Outcome::Ignored, 0), now);
                 return wit::KeyedAdmission::Rejected(wit::KeyedRejection {
                     rejection: wit::Rejection {
                         state: state(self.core.borrow().state(now)),
@@ -367,7 +387,7 @@ impl Held {
         &self,
         key: u32,
         ticket: wit::Ticket,
-        outcome: Outcome,
+        outcome: (Outcome, u64),
         now: u64,
     ) -> Result<wit::KeyedRecord, wit::RecordError> {
         let permit = (ticket >> 32 == u64::from(key))
@@ -449,7 +469,21 @@ impl wit::GuestBreaker for BreakerResource {
         let (permit, outcome) = self.0.take(permit, outcome, now)?;
         Ok(self
             .0
-            .recorded(self.0.record_core(Some(permit), outcome, now)))
+            .recorded(self.0.record_core(Some(permit), (outcome, 0), now)))
+    }
+
+    fn record_outcome_after(
+        &self,
+        permit: wit::Permit,
+        outcome: wit::Outcome,
+        retry_after: u64,
+        now: u64,
+    ) -> Result<wit::Recorded, wit::RecordError> {
+        let (permit, outcome) = self.0.take(permit, outcome, now)?;
+        let counted = self
+            .0
+            .record_core(Some(permit), (outcome, retry_after), now);
+        Ok(self.0.recorded(counted))
     }
 
     fn fleet_apply(&self, event: wit::FleetEvent, now: u64) -> wit::FleetApplying {

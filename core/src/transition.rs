@@ -46,6 +46,19 @@ table! {
 }
 
 impl Reason {
+    /// Whether a transition for this reason is caused by an outcome being recorded: a trip
+    /// rule met, a probe's fault, a probe round's rate missed.
+    pub const fn is_by_outcome(self) -> bool {
+        matches!(
+            self,
+            Self::FailureThreshold
+                | Self::FailureRate
+                | Self::SlowCallRate
+                | Self::ProbeFault
+                | Self::ProbeRateMissed
+        )
+    }
+
     /// The state a transition for this reason enters: every reason leads to exactly one
     /// state, so a transition's `to` never needs counting apart from its reason.
     pub const fn to(self) -> State {

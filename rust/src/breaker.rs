@@ -2,12 +2,13 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tripgate_core::exposition::Reading;
 use tripgate_core::fleet::protocol::View;
 use tripgate_core::{
-    Announcement, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus, Metrics, Outcome,
-    Reconfigured, Rejection, SnapshotError, State, Transition, Transitions, Verdict,
+    Announcement, Config, ConfigError, FleetApplied, FleetEvent, FleetStatus, Metrics, Nanos,
+    Outcome, Reconfigured, Rejection, SnapshotError, State, Transition, Transitions, Verdict,
     MAX_EXPORT_LEN,
 };
 use tripgate_host::{Clock, CoarseClock, ListenerSlot, Lock};
@@ -134,6 +135,31 @@ impl<C: Clock> Breaker<C> {
             self.listener.probe_recorded();
         }
         verdict
+    }
+
+    /// [`Self::finish`] for an answer that asked callers to stay away for `retry_after`.
+    #[cold]
+    fn finish_after(
+        &self,
+        permit: tripgate_core::Permit,
+        outcome: Outcome,
+        retry_after: Nanos,
+    ) -> Verdict {
+        let now = self.clock.now();
+        let probe = permit.is_probe();
+        let recorded = self
+            .core
+            .lock()
+            .record_with_retry_after(permit, outcome, retry_after, now);
+        self.listener.tell(recorded.transitions.as_slice());
+        if probe {
+            self.listener.probe_recorded();
+        }
+        Verdict {
+            class: recorded.class,
+            slow: recorded.slow,
+            stale: recorded.stale,
+        }
     }
 
     /// A permit dropped without an outcome.
@@ -338,6 +364,27 @@ macro_rules! permit_api {
                     Some(permit) => self.breaker.finish(permit, outcome),
                     // Unreachable: `record` consumes the permit, and only it and `Drop`
                     // take the core's permit out.
+                    None => Verdict {
+                        class: tripgate_core::Class::Neutral,
+                        slow: false,
+                        stale: true,
+                    },
+                }
+            }
+
+            /// [`Self::record`] for an answer that asked its callers to stay away for
+            /// `retry_after` (an HTTP `Retry-After` on a 429 or 503, a gRPC pushback;
+            /// [`tripgate_host::stay_away`] reads them): if this outcome trips the breaker
+            /// or fails its probe round, it opens for at least that long, up to
+            /// `max-cooldown` (see the core's `record_with_retry_after`).
+            pub fn record_with_retry_after(
+                mut self,
+                outcome: Outcome,
+                retry_after: Duration,
+            ) -> Verdict {
+                let retry_after = u64::try_from(retry_after.as_nanos()).unwrap_or(u64::MAX);
+                match self.permit.take() {
+                    Some(permit) => self.breaker.finish_after(permit, outcome, retry_after),
                     None => Verdict {
                         class: tripgate_core::Class::Neutral,
                         slow: false,

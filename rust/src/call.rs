@@ -7,13 +7,14 @@ use std::time::Duration;
 use tripgate_host::call::guarded;
 #[cfg(feature = "tokio")]
 use tripgate_host::call::guarded_async;
-use tripgate_host::{CallError, Classify, Clock};
+use tripgate_host::{CallError, Classify, Clock, Judged};
 
 use crate::{Breaker, Outcome};
 
 impl<C: Clock> Breaker<C> {
-    /// Runs `f` if the breaker admits it, records how its result [classifies](Classify),
-    /// and returns the result, or why there is no good one.
+    /// Runs `f` if the breaker admits it, records how its result [classifies](Classify)
+    /// (with the stay-away it asked for, [`Classify::retry_after`]), and returns the
+    /// result, or why there is no good one.
     ///
     /// A synchronous closure cannot be interrupted: `timeout` is the call's budget (give
     /// it to your socket as its read timeout), and a call that returns after it, by the
@@ -24,7 +25,7 @@ impl<C: Clock> Breaker<C> {
         timeout: Duration,
         f: impl FnOnce() -> R,
     ) -> Result<R, CallError<R>> {
-        guarded(self, timeout, f, R::outcome)
+        guarded(self, timeout, f, Judged::of::<R>)
     }
 
     /// [`Self::call`] with your own classifier.
@@ -47,7 +48,7 @@ impl<C: Clock> Breaker<C> {
         timeout: Duration,
         future: impl Future<Output = R>,
     ) -> Result<R, CallError<R>> {
-        guarded_async(self, timeout, future, R::outcome).await
+        guarded_async(self, timeout, future, Judged::of::<R>).await
     }
 
     /// [`Self::call_async`] with your own classifier.

@@ -34,6 +34,16 @@ impl<C: Clock> HostBreaker for Breaker<C> {
         Ok(permit.record(outcome).class)
     }
 
+    fn settle_after(
+        &self,
+        permit: Permit<'_, C>,
+        outcome: Outcome,
+        retry_after: Nanos,
+    ) -> Result<Class, Infallible> {
+        let retry_after = std::time::Duration::from_nanos(retry_after);
+        Ok(permit.record_with_retry_after(outcome, retry_after).class)
+    }
+
     fn reading(&self) -> Result<Reading, Infallible> {
         Ok(Breaker::reading(self))
     }

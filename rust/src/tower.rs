@@ -64,7 +64,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tower::{BoxError, Layer, Service};
 use tripgate_core::{RejectReason, Rejection, State};
-use tripgate_host::{error_outcome, Classify, Clock, Status};
+use tripgate_host::{error_outcome, stay_away, Classify, Clock, Status};
 
 use crate::{Breaker, CoarseClock, OwnedPermit};
 
@@ -244,12 +244,24 @@ where
             Poll::Pending => return Poll::Pending,
             Poll::Ready(result) => result.map_err(Into::into),
         };
-        let outcome = match &result {
-            Ok(response) => Status(response.status().as_u16()).outcome(),
-            Err(error) => error_outcome_of(&**error),
+        let (outcome, retry_after) = match &result {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let headers = response.headers();
+                let header = |name: &str| headers.get(name)?.to_str().ok();
+                (
+                    Status(status).outcome(),
+                    stay_away::from_headers(status, header),
+                )
+            }
+            Err(error) => (error_outcome_of(&**error), 0),
         };
         if let Some(permit) = this.permit.take() {
-            permit.record(outcome);
+            if retry_after > 0 {
+                permit.record_with_retry_after(outcome, Duration::from_nanos(retry_after));
+            } else {
+                permit.record(outcome);
+            }
         }
         Poll::Ready(result)
     }

@@ -110,11 +110,13 @@ pub trait Subject: Sized {
     fn create(config: &VectorConfig, now: u64) -> Result<Self, (String, String)>;
     /// Acquires once.
     fn acquire(&mut self, now: u64) -> Result<(Decision<Self::Permit>, Vec<Step3>)>;
-    /// Records an outcome. `Err` for an outcome the host refuses (bad status or code).
+    /// Records an outcome, with the stay-away the answer asked for (`retry_after` ns, 0
+    /// for none). `Err` for an outcome the host refuses (bad status or code).
     fn record(
         &mut self,
         permit: Self::Permit,
         outcome: VectorOutcome,
+        retry_after: u64,
         now: u64,
     ) -> Result<RecordReport, String>;
     /// The effective state.

@@ -281,7 +281,11 @@ impl<S: Subject> Run<S> {
             .remove(name)
             .ok_or_else(|| anyhow!("no permit named {name:?} is held"))?;
         let outcome = VectorOutcome::parse(step.json["outcome"].as_str().unwrap_or_default())?;
-        match self.subject.record(permit, outcome, step.at) {
+        let retry_after = match step.json.get("retry-after-ms") {
+            Some(value) => ms(value, "retry-after-ms")?,
+            None => 0,
+        };
+        match self.subject.record(permit, outcome, retry_after, step.at) {
             Ok(report) => {
                 ensure!(!step.expects_error(), "record succeeded; expected an error");
                 if let Some(want) = expect.get("class").and_then(Value::as_str) {

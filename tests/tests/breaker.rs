@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::Value;
@@ -79,13 +80,18 @@ impl Subject for Native {
         &mut self,
         permit: Self::Permit,
         vector: VectorOutcome,
+        retry_after: u64,
         now: u64,
     ) -> Result<RecordReport, String> {
         // An outcome the core refuses (a bad status) never reaches the breaker; the
         // permit then goes back as `cancelled`, as a caller's would when it drops it.
         let outcome = vector.to_core()?;
         self.clock.set(now);
-        let recorded = permit.record(outcome);
+        let recorded = if retry_after > 0 {
+            permit.record_with_retry_after(outcome, Duration::from_nanos(retry_after))
+        } else {
+            permit.record(outcome)
+        };
         Ok(RecordReport {
             class: recorded.class.name().to_string(),
             slow: recorded.slow,

@@ -81,9 +81,13 @@ impl Subject for Native {
         &mut self,
         permit: Permit,
         vector: VectorOutcome,
+        retry_after: u64,
         now: u64,
     ) -> Result<RecordReport, String> {
-        let recorded = self.0.record(permit, vector.to_core()?, now);
+        let outcome = vector.to_core()?;
+        let recorded = self
+            .0
+            .record_with_retry_after(permit, outcome, retry_after, now);
         Ok(RecordReport {
             class: format!("{:?}", recorded.class).to_lowercase(),
             slow: recorded.slow,

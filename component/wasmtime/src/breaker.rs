@@ -4,6 +4,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use tripgate_core::Nanos;
@@ -146,7 +147,7 @@ impl BreakerShared {
         ticket: u64,
         era: Option<u64>,
         probe: bool,
-        outcome: Outcome,
+        (outcome, retry_after): (Outcome, Nanos),
     ) -> Result<Recorded> {
         let now = self.now();
         let mut guest = self.instance.lock();
@@ -157,7 +158,11 @@ impl BreakerShared {
         };
         let answer = {
             let (api, store) = guest.hot();
-            api.call_record_keyed(store, key, ticket, outcome, now)
+            if retry_after > 0 {
+                api.call_record_keyed_after(store, key, ticket, outcome, retry_after, now)
+            } else {
+                api.call_record_keyed(store, key, ticket, outcome, now)
+            }
         };
         let judged = match answer {
             Ok(Ok(judged)) => judged,
@@ -404,7 +409,7 @@ impl Breaker {
     /// raw permit stays out.
     pub fn record_raw(&self, permit: RawPermit, outcome: impl Into<Outcome>) -> Result<Recorded> {
         self.shared
-            .judge(permit.ticket, permit.era, permit.probe, outcome.into())
+            .judge(permit.ticket, permit.era, permit.probe, (outcome.into(), 0))
     }
 
     /// How many times the transition listener panicked (each panic was caught).
@@ -628,13 +633,30 @@ impl Permit {
     /// outcome is a [`RecordError`]; the permit is then released as `cancelled` when
     /// dropped.
     #[inline]
-    pub fn record(mut self, outcome: impl Into<Outcome>) -> Result<Recorded> {
+    pub fn record(self, outcome: impl Into<Outcome>) -> Result<Recorded> {
+        self.record_judged(outcome.into(), 0)
+    }
+
+    /// [`Self::record`] for an answer that asked its callers to stay away for
+    /// `retry_after` (an HTTP `Retry-After` on a 429 or 503, a gRPC pushback;
+    /// [`tripgate_host::stay_away`] reads them): if this outcome trips the breaker or fails
+    /// its probe round, it opens for at least that long, up to `max-cooldown`.
+    pub fn record_with_retry_after(
+        self,
+        outcome: impl Into<Outcome>,
+        retry_after: Duration,
+    ) -> Result<Recorded> {
+        let retry_after = u64::try_from(retry_after.as_nanos()).unwrap_or(u64::MAX);
+        self.record_judged(outcome.into(), retry_after)
+    }
+
+    fn record_judged(mut self, outcome: Outcome, retry_after: Nanos) -> Result<Recorded> {
         let Some(ticket) = self.ticket else {
             return Err(anyhow!("permit already recorded"));
         };
-        let recorded = self
-            .breaker
-            .judge(ticket, Some(self.era), self.probe, outcome.into());
+        let recorded =
+            self.breaker
+                .judge(ticket, Some(self.era), self.probe, (outcome, retry_after));
         if recorded.is_ok() {
             self.ticket = None;
         }
@@ -649,7 +671,7 @@ impl Drop for Permit {
         if let Some(ticket) = self.ticket.take() {
             let _ = self
                 .breaker
-                .judge(ticket, Some(self.era), self.probe, Outcome::Cancelled);
+                .judge(ticket, Some(self.era), self.probe, (Outcome::Cancelled, 0));
         }
     }
 }

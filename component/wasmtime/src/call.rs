@@ -7,7 +7,7 @@ use std::time::Duration;
 use tripgate_host::call::guarded;
 #[cfg(feature = "tokio")]
 use tripgate_host::call::guarded_async;
-use tripgate_host::Classify;
+use tripgate_host::{Classify, Judged};
 
 use crate::{Breaker, Outcome};
 
@@ -47,7 +47,7 @@ impl Breaker {
         timeout: Duration,
         f: impl FnOnce() -> R,
     ) -> Result<R, CallError<R>> {
-        guarded(self, timeout, f, R::outcome)
+        guarded(self, timeout, f, Judged::of::<R>)
     }
 
     /// [`Self::call`] with your own classifier.
@@ -70,7 +70,7 @@ impl Breaker {
         timeout: Duration,
         future: impl Future<Output = R>,
     ) -> Result<R, CallError<R>> {
-        guarded_async(self, timeout, future, R::outcome).await
+        guarded_async(self, timeout, future, Judged::of::<R>).await
     }
 
     /// [`Self::call_async`] with your own classifier.

@@ -27,6 +27,16 @@ impl HostBreaker for Breaker {
         Ok(permit.record(outcome)?.class)
     }
 
+    fn settle_after(
+        &self,
+        permit: Permit,
+        outcome: tripgate_core::Outcome,
+        retry_after: Nanos,
+    ) -> anyhow::Result<Class> {
+        let retry_after = std::time::Duration::from_nanos(retry_after);
+        Ok(permit.record_with_retry_after(outcome, retry_after)?.class)
+    }
+
     fn reading(&self) -> anyhow::Result<Reading> {
         Breaker::reading(self)
     }

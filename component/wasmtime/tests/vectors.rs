@@ -167,12 +167,14 @@ impl Subject for Wasm {
         &mut self,
         mut held: Held,
         vector: VectorOutcome,
+        retry_after: u64,
         now: u64,
     ) -> Result<RecordReport, String> {
         let permit = held.0.take().ok_or("permit already used")?;
         self.clock.set(now);
+        let retry_after = std::time::Duration::from_nanos(retry_after);
         let recorded = permit
-            .record(outcome(vector))
+            .record_with_retry_after(outcome(vector), retry_after)
             .map_err(|e| format!("{e:#}"))?;
         Ok(RecordReport {
             class: recorded.class.name().to_string(),

@@ -29,6 +29,15 @@ pub trait HostBreaker {
     /// Records an admitted call's outcome; how the breaker classified it.
     fn settle(&self, permit: Self::Permit<'_>, outcome: Outcome) -> Result<Class, Self::Error>;
 
+    /// [`Self::settle`] for an answer that asked callers to stay away for `retry_after` ns
+    /// (the core's `record_with_retry_after`).
+    fn settle_after(
+        &self,
+        permit: Self::Permit<'_>,
+        outcome: Outcome,
+        retry_after: Nanos,
+    ) -> Result<Class, Self::Error>;
+
     /// Metrics and fleet status now, in one hold of the breaker (what exporters read).
     fn reading(&self) -> Result<Reading, Self::Error>;
 
@@ -52,6 +61,14 @@ impl<B: HostBreaker> HostBreaker for std::sync::Arc<B> {
     }
     fn settle(&self, permit: Self::Permit<'_>, outcome: Outcome) -> Result<Class, Self::Error> {
         (**self).settle(permit, outcome)
+    }
+    fn settle_after(
+        &self,
+        permit: Self::Permit<'_>,
+        outcome: Outcome,
+        retry_after: Nanos,
+    ) -> Result<Class, Self::Error> {
+        (**self).settle_after(permit, outcome, retry_after)
     }
     fn reading(&self) -> Result<Reading, Self::Error> {
         (**self).reading()

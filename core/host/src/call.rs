@@ -10,30 +10,45 @@ use std::time::Duration;
 
 use tripgate_core::{Class, Outcome, Rejection};
 
+use crate::classify::Judged;
 use crate::HostBreaker;
 
-/// Runs `f` if `breaker` admits it and records how `classify` reads its result.
+/// Runs `f` if `breaker` admits it and records how `classify` reads its result (an
+/// [`Outcome`], or a [`Judged`] with the stay-away the answer asked for).
 ///
 /// A synchronous closure cannot be interrupted: `timeout` is the call's budget (give it to
 /// your socket as its read timeout). A call that returns after it, by the breaker's own
 /// clock, is recorded as a `timeout` fault and returned as [`CallError::Failed`]. If `f`
 /// panics, its permit is released as `cancelled` while the panic unwinds.
-pub fn guarded<B: HostBreaker, R>(
+pub fn guarded<B: HostBreaker, R, J: Into<Judged>>(
     breaker: &B,
     timeout: Duration,
     f: impl FnOnce() -> R,
-    classify: impl FnOnce(&R) -> Outcome,
+    classify: impl FnOnce(&R) -> J,
 ) -> Result<R, CallError<R, B::Error>> {
     let permit = breaker.admit()?.map_err(CallError::Rejected)?;
     let started = breaker.now();
     let result = f();
     let took = breaker.now().saturating_sub(started);
-    let outcome = if u128::from(took) > timeout.as_nanos() {
-        Outcome::Timeout
+    let judged = if u128::from(took) > timeout.as_nanos() {
+        Judged::from(Outcome::Timeout)
     } else {
-        classify(&result)
+        classify(&result).into()
     };
-    CallError::verdict(breaker.settle(permit, outcome)?, result)
+    CallError::verdict(settle(breaker, permit, judged)?, result)
+}
+
+/// Records a judged result, with its stay-away when it asked for one.
+fn settle<B: HostBreaker>(
+    breaker: &B,
+    permit: B::Permit<'_>,
+    judged: Judged,
+) -> Result<Class, B::Error> {
+    if judged.retry_after > 0 {
+        breaker.settle_after(permit, judged.outcome, judged.retry_after)
+    } else {
+        breaker.settle(permit, judged.outcome)
+    }
 }
 
 /// Awaits `future` if `breaker` admits it, for at most `timeout` on tokio's timer: past
@@ -41,17 +56,17 @@ pub fn guarded<B: HostBreaker, R>(
 /// returned. If the caller drops this future first, the permit is released as
 /// `cancelled`.
 #[cfg(feature = "tokio")]
-pub async fn guarded_async<B: HostBreaker, R>(
+pub async fn guarded_async<B: HostBreaker, R, J: Into<Judged>>(
     breaker: &B,
     timeout: Duration,
     future: impl Future<Output = R>,
-    classify: impl FnOnce(&R) -> Outcome,
+    classify: impl FnOnce(&R) -> J,
 ) -> Result<R, CallError<R, B::Error>> {
     let permit = breaker.admit()?.map_err(CallError::Rejected)?;
     match tokio::time::timeout(timeout, future).await {
         Ok(result) => {
-            let outcome = classify(&result);
-            CallError::verdict(breaker.settle(permit, outcome)?, result)
+            let judged = classify(&result).into();
+            CallError::verdict(settle(breaker, permit, judged)?, result)
         }
         Err(_) => {
             breaker.settle(permit, Outcome::Timeout)?;

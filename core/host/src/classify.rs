@@ -13,12 +13,48 @@
 //! assert_eq!(Err::<Status, _>(refused).outcome(), Outcome::ConnectionError);
 //! ```
 
-use tripgate_core::Outcome;
+use tripgate_core::{Nanos, Outcome};
 
 /// How a call's result reads to the breaker.
 pub trait Classify {
     /// The outcome this result reports.
     fn outcome(&self) -> Outcome;
+
+    /// How long the upstream asked callers to stay away with this result, in ns (0: it
+    /// did not ask): what an HTTP answer's `Retry-After` or a gRPC pushback says, read by
+    /// [`stay_away::from_headers`](crate::stay_away::from_headers).
+    fn retry_after(&self) -> Nanos {
+        0
+    }
+}
+
+/// What the guarded call records for a result: its outcome and the stay-away it asked
+/// for. A classifier may give just an [`Outcome`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Judged {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// The stay-away it asked for, in ns; 0 for none.
+    pub retry_after: Nanos,
+}
+
+impl From<Outcome> for Judged {
+    fn from(outcome: Outcome) -> Self {
+        Self {
+            outcome,
+            retry_after: 0,
+        }
+    }
+}
+
+impl Judged {
+    /// A [`Classify`] result's outcome and stay-away.
+    pub fn of<R: Classify>(result: &R) -> Self {
+        Self {
+            outcome: result.outcome(),
+            retry_after: result.retry_after(),
+        }
+    }
 }
 
 /// An HTTP status as a call's result (`Status(503)`).
@@ -56,6 +92,13 @@ impl<T: Classify, E: Classify> Classify for Result<T, E> {
         match self {
             Ok(value) => value.outcome(),
             Err(error) => error.outcome(),
+        }
+    }
+
+    fn retry_after(&self) -> Nanos {
+        match self {
+            Ok(value) => value.retry_after(),
+            Err(error) => error.retry_after(),
         }
     }
 }

@@ -36,12 +36,13 @@ pub mod lock;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 mod registry;
+pub mod stay_away;
 #[cfg(feature = "tracing")]
 pub mod trace;
 
 pub use breaker::{HostBreaker, MakeBreaker};
 pub use call::CallError;
-pub use classify::{error_outcome, Classify, Status};
+pub use classify::{error_outcome, Classify, Judged, Status};
 pub use clock::{Clock, FakeClock, MonotonicClock};
 pub use coarse::{CoarseClock, QuantaClock, COARSE_TICK};
 pub use errno::code as errno_code;

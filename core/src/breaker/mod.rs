@@ -96,6 +96,9 @@ pub struct Breaker {
     /// The rejections shadow mode let through, by reason: this breaker's own count, which
     /// an export does not carry.
     shadow_rejected: [u64; REJECT_REASONS],
+    /// The stay-away the outcome being recorded asked for (0: none), while
+    /// [`Breaker::record_with_retry_after`] records it.
+    asked: Nanos,
     fleet: Fleet,
 }
 
@@ -111,6 +114,7 @@ impl Breaker {
             probes: Probes::new(),
             stats: Stats::default(),
             shadow_rejected: [0; REJECT_REASONS],
+            asked: 0,
             fleet: Fleet::new(config.fleet_quorum),
             config,
         })
@@ -309,6 +313,11 @@ impl Breaker {
     fn enter(&mut self, to: State, reason: Reason, at: Nanos) -> Transition {
         let from = self.phase.state;
         let transition = self.phase.enter(to, reason, at, &self.config);
+        if to == State::Open && self.asked > 0 && reason.is_by_outcome() {
+            // The upstream's own stay-away, as long as the config lets an opening last.
+            let asked = self.asked.min(self.config.longest_cooldown());
+            self.phase.open_for = self.phase.open_for.max(asked);
+        }
         self.entered(from, transition)
     }
 

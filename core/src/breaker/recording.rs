@@ -60,6 +60,26 @@ impl Breaker {
         }
     }
 
+    /// [`Self::record`] for an answer that asked its callers to stay away for
+    /// `retry_after` (an HTTP `Retry-After` on a 429 or 503, a gRPC pushback: see
+    /// [`retry_after`](crate::retry_after)). When this outcome trips the breaker (or fails
+    /// its probe round), it opens for at least that long, as long as the config lets an
+    /// opening last (`max-cooldown`; without it, what the backoff grows to); the
+    /// rejections' `retry-after` and a fleet's announcement carry it. Otherwise it is
+    /// [`Self::record`].
+    pub fn record_with_retry_after(
+        &mut self,
+        permit: Permit,
+        outcome: Outcome,
+        retry_after: Nanos,
+        now: Nanos,
+    ) -> Recorded {
+        self.asked = retry_after;
+        let recorded = self.record(permit, outcome, now);
+        self.asked = 0;
+        recorded
+    }
+
     /// [`Self::record`] in the form of [`Self::acquire_into`]: the transitions, if any,
     /// are appended to `caused`; the rest comes back as a [`Verdict`].
     #[inline(always)]

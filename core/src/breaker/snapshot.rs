@@ -201,6 +201,7 @@ impl Breaker {
             stats,
             // The shadow counters are this breaker's: an export does not carry them.
             shadow_rejected: self.shadow_rejected,
+            asked: 0,
             // Fleet membership belongs to the process, not to the state: the adapter
             // reconciles the imported breaker with the store.
             fleet: self.fleet.clone(),
