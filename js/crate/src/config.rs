@@ -34,7 +34,7 @@ pub fn build(
             // The JS side passes whole numbers >= 0; `as` saturates anything beyond u64,
             // which `set` then refuses for counts (`<= 4294967295`) or `validate` for
             // narrow fields.
-            FieldKind::Count | FieldKind::Percent | FieldKind::Seed => {
+            FieldKind::Count | FieldKind::Percent | FieldKind::Seed | FieldKind::Flag => {
                 config.set(field, value as u64)?;
             }
             FieldKind::Statuses | FieldKind::GrpcCodes => {}
