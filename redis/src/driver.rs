@@ -481,7 +481,12 @@ impl Driver {
             return;
         }
         STEPPING.with(|s| s.set(slot));
-        let mut link = MemberLink::new(&*entry.member);
+        // A reconfigured breaker's cooldown and probe timeout hold from its next step on.
+        let member = &*entry.member;
+        entry
+            .protocol
+            .retune(member.cooldown(), member.probe_timeout());
+        let mut link = MemberLink::new(member);
         entry.protocol.handle(input, &mut link, signer, now);
         STEPPING.with(|s| s.set(0));
         drop(joined);

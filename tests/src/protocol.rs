@@ -171,6 +171,10 @@ pub fn run_protocol_vector(vector: &Value) -> Result<()> {
                 breaker_op(op, step, link.breaker, &mut permits, now).with_context(context)?;
                 None
             }
+            "reconfigure" => {
+                reconfigure(step, link.breaker, &mut protocol, now).with_context(context)?;
+                None
+            }
             other => bail!("{}: unknown op {other}", context()),
         };
         let reply = if op == "reply" {
@@ -193,6 +197,29 @@ pub fn run_protocol_vector(vector: &Value) -> Result<()> {
         let command = protocol.poll();
         check(step, &protocol, &mut link, command.as_ref()).with_context(context)?;
     }
+    Ok(())
+}
+
+/// A new config for the breaker (`config`, whole), and its cooldown and probe timeout
+/// handed to the protocol, as an adapter hands them over before each step.
+fn reconfigure(
+    step: &Value,
+    breaker: &mut Breaker,
+    protocol: &mut Protocol,
+    now: Nanos,
+) -> Result<()> {
+    let empty = Map::new();
+    let json = step
+        .get("config")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let config = VectorConfig::parse(json)?
+        .to_core()
+        .map_err(|e| anyhow!("{e}"))?;
+    breaker
+        .reconfigure(config, now)
+        .map_err(|e| anyhow!("{e}"))?;
+    protocol.retune(config.cooldown, config.probe_timeout);
     Ok(())
 }
 

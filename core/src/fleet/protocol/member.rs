@@ -114,6 +114,15 @@ impl Protocol {
         &self.settings
     }
 
+    /// The breaker's `cooldown` and `probe-timeout` now, which a reconfiguration may have
+    /// changed: votes count within the new cooldown, and the next lease lasts the new
+    /// probe timeout (a lease shorter than a probe would let a second member probe).
+    /// Adapters hand them over before each step.
+    pub fn retune(&mut self, cooldown: Nanos, probe_timeout: Nanos) {
+        self.settings.cooldown = cooldown;
+        self.settings.probe_timeout = probe_timeout;
+    }
+
     /// Whether the store answers.
     pub fn up(&self) -> bool {
         self.up
