@@ -514,6 +514,9 @@ pub enum Rule {
     /// Must be a list of codes, each valid (an HTTP status in 100–599, a gRPC code in
     /// 0–16).
     List,
+    /// Must be at least the value of another setting outside the config, by its name (a
+    /// retry policy's `base-delay`).
+    AtLeastNamed(&'static str),
     /// Must stay as the breaker was made with: a live breaker cannot change it
     /// ([`Breaker::reconfigure`](crate::Breaker::reconfigure)).
     Fixed,
@@ -557,6 +560,10 @@ impl Rule {
             }
             Self::List => out.word("must be a list of valid codes"),
             Self::Fixed => out.word("cannot change on a live breaker"),
+            Self::AtLeastNamed(other) => {
+                out.word("must be >= ")?;
+                out.word(other)
+            }
             Self::Factor => {
                 out.word("must be a finite number between 1 and ")?;
                 out.number(u64::from(MAX_BACKOFF_FACTOR_WHOLE))

@@ -68,6 +68,7 @@ mod permit;
 mod phase;
 mod probes;
 mod rejection;
+pub mod retry;
 pub mod retry_after;
 mod snapshot;
 mod state;

@@ -190,7 +190,7 @@ fn backoff(cooldown: Nanos, config: &Config) -> Nanos {
 }
 
 /// SplitMix64 (Steele, Lea, Flood 2014): one multiply-xorshift step per draw.
-fn splitmix64(state: &mut u64) -> u64 {
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -44,6 +44,10 @@ impl<C: Clock> HostBreaker for Breaker<C> {
         Ok(permit.record_with_retry_after(outcome, retry_after).class)
     }
 
+    fn sleep(&self, duration: std::time::Duration) {
+        self.clock().sleep(duration);
+    }
+
     fn reading(&self) -> Result<Reading, Infallible> {
         Ok(Breaker::reading(self))
     }

@@ -51,6 +51,7 @@ mod host;
 pub mod tower;
 
 pub use breaker::{Breaker, OwnedPermit, Permit};
+pub use tripgate_core::retry::{RetryError, RetryField, RetryPolicy};
 pub use tripgate_core::{
     Class, Config, ConfigError, GrpcSet, Metrics, Nanos, Outcome, Reason, Reconfigured,
     RejectReason, Rejection, SnapshotError, State, StatusSet, Transition, Transitions, Verdict,
@@ -65,6 +66,7 @@ pub use tripgate_host::trace;
 /// Why a guarded call gives no good value, as every Rust host gives it (the native
 /// breaker itself never fails, so its `Host` case is `Infallible` and needs no arm).
 pub use tripgate_host::CallError;
+pub use tripgate_host::Retries;
 pub use tripgate_host::{
     error_outcome, Classify, Clock, CoarseClock, FakeClock, MonotonicClock, QuantaClock, Status,
     COARSE_TICK,

@@ -22,7 +22,10 @@ fn a_retuned_member_votes_and_publishes_by_the_new_cooldown() {
         ("open 4998", "open 1998"),
         (r#""expire-ms":4998"#, r#""expire-ms":1998"#),
         (r#""4998","PUBLISH""#, r#""1998","PUBLISH""#),
-        (r#""cooldown-remaining-ms":4990"#, r#""cooldown-remaining-ms":1990"#),
+        (
+            r#""cooldown-remaining-ms":4990"#,
+            r#""cooldown-remaining-ms":1990"#,
+        ),
     ] {
         assert!(retimed.contains(from), "vector 02 no longer has {from}");
         retimed = retimed.replace(from, to);

@@ -369,6 +369,12 @@ impl Breaker {
         self.shared.with(f, |_| false)
     }
 
+    /// Waits `duration` on the runtime's clock (a fake clock moves forward instead): a
+    /// retry's wait between attempts.
+    pub fn sleep(&self, duration: Duration) {
+        self.shared.instance.sleep(duration);
+    }
+
     /// Admits a call or turns it away, at the clock's `now`.
     #[inline]
     pub fn acquire(&self) -> Result<Admission> {

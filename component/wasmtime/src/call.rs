@@ -4,9 +4,13 @@
 use std::future::Future;
 use std::time::Duration;
 
+use tripgate_core::retry::{RetryError, RetryPolicy};
 use tripgate_host::call::guarded;
 #[cfg(feature = "tokio")]
 use tripgate_host::call::guarded_async;
+#[cfg(feature = "tokio")]
+use tripgate_host::retry::retrying_async;
+use tripgate_host::retry::{retrying, Retries};
 use tripgate_host::{Classify, Judged};
 
 use crate::{Breaker, Outcome};
@@ -82,5 +86,37 @@ impl Breaker {
         classify: impl FnOnce(&R) -> tripgate_core::Outcome,
     ) -> Result<R, CallError<R>> {
         guarded_async(self, timeout, future, classify).await
+    }
+
+    /// Retries by `policy` for this breaker's callers: share them (an `Arc`) among every
+    /// caller of this breaker, for the budget is theirs. A bad policy names its field.
+    pub fn retries(&self, policy: RetryPolicy) -> Result<Retries, RetryError> {
+        Retries::new(policy, self.shared.now())
+    }
+
+    /// [`Self::call`], retried by `retries` (SPEC § Retries): a fault is tried again, each
+    /// attempt admitted by this breaker, after a jittered wait (or the upstream's longer
+    /// `Retry-After`) on the breaker's clock, while the policy's attempts and the shared
+    /// budget allow. A rejection ends the retries with the breaker's own answer.
+    pub fn call_retrying<R: Classify>(
+        &self,
+        retries: &Retries,
+        timeout: Duration,
+        f: impl FnMut() -> R,
+    ) -> Result<R, CallError<R>> {
+        retrying(self, retries, timeout, f, Judged::of::<R>)
+    }
+
+    /// [`Self::call_async`], retried by `retries` as [`Self::call_retrying`] is; `make`
+    /// makes each attempt's future, and the waits are on tokio's timer. Dropping the
+    /// returned future cancels the call.
+    #[cfg(feature = "tokio")]
+    pub async fn call_async_retrying<R: Classify, F: Future<Output = R>>(
+        &self,
+        retries: &Retries,
+        timeout: Duration,
+        make: impl FnMut() -> F,
+    ) -> Result<R, CallError<R>> {
+        retrying_async(self, retries, timeout, make, Judged::of::<R>).await
     }
 }

@@ -299,6 +299,11 @@ impl InstanceShared {
         self.runtime.clock.now()
     }
 
+    /// Waits on the runtime's clock (a fake one moves forward instead).
+    pub(crate) fn sleep(&self, duration: std::time::Duration) {
+        self.runtime.clock.sleep(duration);
+    }
+
     /// The error of a guest call that failed: the guest trapped, so the instance is
     /// replaced (in the same hold of the lock) before the error goes back to the caller.
     #[cold]

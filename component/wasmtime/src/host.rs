@@ -37,6 +37,10 @@ impl HostBreaker for Breaker {
         Ok(permit.record_with_retry_after(outcome, retry_after)?.class)
     }
 
+    fn sleep(&self, duration: std::time::Duration) {
+        Breaker::sleep(self, duration);
+    }
+
     fn reading(&self) -> anyhow::Result<Reading> {
         Breaker::reading(self)
     }

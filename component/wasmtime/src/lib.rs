@@ -74,6 +74,7 @@ pub use instance::Instance;
 pub use runtime::Runtime;
 /// The core this host runs inside the component, for its outcome and classification types.
 pub use tripgate_core;
+pub use tripgate_core::retry::{RetryError, RetryField, RetryPolicy};
 pub use tripgate_core::{Config, GrpcSet, StatusSet, MILLISECOND, SECOND};
 /// `prometheus-client` collectors over a breaker or a registry (feature `prometheus`).
 #[cfg(feature = "prometheus")]
@@ -81,6 +82,7 @@ pub use tripgate_host::prometheus;
 /// Transitions as `tracing` events (feature `tracing`).
 #[cfg(feature = "tracing")]
 pub use tripgate_host::trace;
+pub use tripgate_host::Retries;
 pub use tripgate_host::{
     Classify, Clock, CoarseClock, FakeClock, MonotonicClock, QuantaClock, Status,
 };

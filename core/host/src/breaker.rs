@@ -38,6 +38,10 @@ pub trait HostBreaker {
         retry_after: Nanos,
     ) -> Result<Class, Self::Error>;
 
+    /// Waits `duration` on the breaker's clock (a retry's wait between attempts): the
+    /// thread sleeps; a fake clock moves forward instead.
+    fn sleep(&self, duration: std::time::Duration);
+
     /// Metrics and fleet status now, in one hold of the breaker (what exporters read).
     fn reading(&self) -> Result<Reading, Self::Error>;
 
@@ -69,6 +73,9 @@ impl<B: HostBreaker> HostBreaker for std::sync::Arc<B> {
         retry_after: Nanos,
     ) -> Result<Class, Self::Error> {
         (**self).settle_after(permit, outcome, retry_after)
+    }
+    fn sleep(&self, duration: std::time::Duration) {
+        (**self).sleep(duration);
     }
     fn reading(&self) -> Result<Reading, Self::Error> {
         (**self).reading()

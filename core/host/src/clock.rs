@@ -14,12 +14,21 @@ pub trait Clock {
     /// Nanoseconds since an arbitrary, fixed origin. Must never decrease (if it does, the
     /// breaker treats the smaller reading as the largest one it has seen).
     fn now(&self) -> Nanos;
+
+    /// Waits `duration` on this clock: the thread sleeps (a retry's wait between
+    /// attempts); a fake clock moves forward instead.
+    fn sleep(&self, duration: std::time::Duration) {
+        std::thread::sleep(duration);
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for &C {
     #[inline]
     fn now(&self) -> Nanos {
         (**self).now()
+    }
+    fn sleep(&self, duration: std::time::Duration) {
+        (**self).sleep(duration);
     }
 }
 
@@ -28,6 +37,9 @@ impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
     #[inline]
     fn now(&self) -> Nanos {
         (**self).now()
+    }
+    fn sleep(&self, duration: std::time::Duration) {
+        (**self).sleep(duration);
     }
 }
 
@@ -74,6 +86,10 @@ impl FakeClock {
 impl Clock for FakeClock {
     fn now(&self) -> Nanos {
         self.0.load(Ordering::Relaxed)
+    }
+    /// Moves the clock forward by `duration`: tests of retries wait no wall time.
+    fn sleep(&self, duration: std::time::Duration) {
+        self.advance(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX));
     }
 }
 

@@ -36,6 +36,7 @@ pub mod lock;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 mod registry;
+pub mod retry;
 pub mod stay_away;
 #[cfg(feature = "tracing")]
 pub mod trace;
@@ -49,4 +50,5 @@ pub use errno::code as errno_code;
 pub use listener::{AlreadyWatched, Listener, ListenerSlot, Watcher};
 pub use lock::Lock;
 pub use registry::{Readings, Registry};
+pub use retry::Retries;
 pub use tripgate_core::MAX_CAUSES;

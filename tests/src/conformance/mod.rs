@@ -1,8 +1,9 @@
 //! One conformance suite for every Rust host's breaker: what the guarded call
-//! (`tripgate_host::call`), the permits (on one thread and on many), live reconfiguration
-//! and the transition listener must do on any [`HostBreaker`], run by each host on its own
-//! breaker (the native breaker in `tests/tests/conformance.rs`, the component in wasmtime
-//! in `component/wasmtime/tests/conformance.rs`) instead of a copy of the tests per host.
+//! (`tripgate_host::call`) and its retries, the permits (on one thread and on many), live
+//! reconfiguration and the transition listener must do on any [`HostBreaker`], run by
+//! each host on its own breaker (the native breaker in `tests/tests/conformance.rs`, the
+//! component in wasmtime in `component/wasmtime/tests/conformance.rs`) instead of a copy
+//! of the tests per host.
 //!
 //! Each host gives a [`Host`]: how to make its breaker on a fake clock, and writes
 //! `tripgate_vectors::conformance_tests!(its_host);` in a test file, which makes one test
@@ -19,7 +20,13 @@ use tripgate_host::call::{guarded, guarded_async, CallError};
 use tripgate_host::{Classify, FakeClock, HostBreaker, Status};
 
 mod reconfigure;
+mod retries;
 mod threads;
+
+pub use retries::{
+    async_retries_run_and_cancel_cleanly, retries_stop_at_the_policy_and_at_the_breaker,
+    retries_wait_out_the_upstreams_retry_after, the_budget_bounds_retries_and_a_success_ends_them,
+};
 
 pub use reconfigure::a_live_breaker_takes_a_new_config_and_refuses_a_bad_one;
 
@@ -228,6 +235,26 @@ macro_rules! conformance_tests {
         #[test]
         fn a_live_breaker_takes_a_new_config_and_refuses_a_bad_one() {
             $crate::conformance::a_live_breaker_takes_a_new_config_and_refuses_a_bad_one(&$host);
+        }
+
+        #[test]
+        fn retries_stop_at_the_policy_and_at_the_breaker() {
+            $crate::conformance::retries_stop_at_the_policy_and_at_the_breaker(&$host);
+        }
+
+        #[test]
+        fn the_budget_bounds_retries_and_a_success_ends_them() {
+            $crate::conformance::the_budget_bounds_retries_and_a_success_ends_them(&$host);
+        }
+
+        #[test]
+        fn retries_wait_out_the_upstreams_retry_after() {
+            $crate::conformance::retries_wait_out_the_upstreams_retry_after(&$host);
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn async_retries_run_and_cancel_cleanly() {
+            $crate::conformance::async_retries_run_and_cancel_cleanly(&$host).await;
         }
 
         #[test]
