@@ -128,6 +128,13 @@ impl Default for Config {
 }
 
 impl Config {
+    /// How a breaker with this configuration classifies `outcome` (its fault statuses and
+    /// gRPC codes): what a caller that retries outside a breaker needs to judge an answer
+    /// as the breaker would.
+    pub fn classify(&self, outcome: crate::Outcome) -> crate::Class {
+        crate::outcome::classify(outcome, &self.fault_statuses, &self.fault_grpc_codes)
+    }
+
     /// The longest opening a fleet event or an imported state may ask of this breaker (a
     /// stored or replayed event, or stored bytes, cannot hold it open past it, or past
     /// one `probe-timeout` for probes still out): the backed-off cooldown at its cap,

@@ -19,6 +19,7 @@ use anyhow::{Context, Result};
 use tripgate_wasmtime::{Breaker, Classify, Reason, State, Status, Transition};
 
 use crate::http;
+use crate::retrying::Retrying;
 use crate::scenario::Timeline;
 
 #[derive(Clone, Debug)]
@@ -28,6 +29,8 @@ pub struct CallerConfig {
     pub timeout: Duration,
     pub local_work: Duration,
     pub upstream: SocketAddr,
+    /// Retries after the first attempt (`--retries`); 0: none.
+    pub retries: u8,
 }
 
 /// A breaker transition as the caller saw it.
@@ -68,9 +71,10 @@ struct Line {
 }
 
 pub struct CallerShared {
-    timeline: Timeline,
-    config: CallerConfig,
-    breaker: Option<Breaker>,
+    pub(crate) timeline: Timeline,
+    pub(crate) config: CallerConfig,
+    pub(crate) breaker: Option<Breaker>,
+    retrying: Option<Retrying>,
     line: Mutex<Line>,
     wake: Condvar,
     busy: AtomicU32,
@@ -174,6 +178,9 @@ impl CallerShared {
     /// The guarded call. Answers the upstream's 200 or 404 as they are; anything else
     /// (a rejection, a timeout, a 5xx, a refused connection) becomes the fallback value.
     fn call_upstream(&self) -> (u16, &'static str) {
+        if let Some(retrying) = &self.retrying {
+            return self.call_upstream_retrying(retrying);
+        }
         let sent_in = self.timeline.phase_now();
         let counters = &self.phases[sent_in];
         let Some(breaker) = &self.breaker else {
@@ -248,7 +255,7 @@ impl CallerShared {
 }
 
 /// An answer the caller passes on: a success, or a 4xx the client should see.
-fn answered(status: u16) -> bool {
+pub(crate) fn answered(status: u16) -> bool {
     status < 500 && status != 429
 }
 
@@ -278,7 +285,11 @@ impl Caller {
     ) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").context("binding the caller")?;
         let addr = listener.local_addr()?;
+        let retrying = (config.retries > 0)
+            .then(|| Retrying::new(config.retries, 0, breaker.is_some()))
+            .transpose()?;
         let shared = Arc::new(CallerShared {
+            retrying,
             phases: (0..timeline.phases())
                 .map(|_| CallerPhase::default())
                 .collect(),
@@ -294,6 +305,15 @@ impl Caller {
             transitions: Mutex::new(Vec::new()),
             config,
         });
+        if let (Some(_), Some(breaker)) = (&shared.retrying, &shared.breaker) {
+            // `call_retrying` tells its transitions to the listener: log them as they come.
+            let weak = Arc::downgrade(&shared);
+            breaker.on_transition(move |t| {
+                if let Some(shared) = weak.upgrade() {
+                    shared.log(std::slice::from_ref(t), shared.timeline.phase_now());
+                }
+            });
+        }
         let mut threads = Vec::new();
         for i in 0..shared.config.pool {
             let shared = Arc::clone(&shared);

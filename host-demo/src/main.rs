@@ -17,6 +17,7 @@ mod loadgen;
 mod metrics;
 mod options;
 mod report;
+mod retrying;
 mod scenario;
 mod stats;
 mod svg;
@@ -372,6 +373,7 @@ fn caller_config(o: &Options, setup: &Setup, upstream: &Upstream) -> CallerConfi
         timeout: setup.timeout,
         local_work: o.local_work,
         upstream: upstream.addr,
+        retries: o.retries,
     }
 }
 

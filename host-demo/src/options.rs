@@ -59,6 +59,8 @@ pub struct Options {
     pub quiet: bool,
     /// Where `/metrics` listens while the demo runs (port 0: any free port).
     pub metrics: std::net::SocketAddr,
+    /// Retries after a failed first attempt on the upstream route, in both runs (0: none).
+    pub retries: u8,
 }
 
 impl Default for Options {
@@ -84,6 +86,7 @@ impl Default for Options {
             out: None,
             quiet: false,
             metrics: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            retries: 0,
         }
     }
 }
@@ -113,6 +116,9 @@ OPTIONS (durations in milliseconds, at scale 1):
   --local-work MS      work per unrelated request, not scaled [50]
   --client-timeout MS  the load generator gives up after [2000]
   --seed N             arrival seed [7]
+  --retries N          retry a failed upstream call N times in both runs, the same
+                       jittered waits; with tripgate through the breaker and a shared
+                       budget (20% of calls + 10/s) [0]
   --only MODE          timeout-only | tripgate (default: both)
   --component PATH     load this build of the component
   --out PATH           where to write the SVG timeline [target/brownout.svg]
@@ -161,6 +167,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Parsed, String> {
             "-m" | "--successes" => o.successes = whole(&name, &value()?, 1, 1000)?,
             "--threshold" => o.threshold = whole(&name, &value()?, 1, 100_000)?,
             "--cooldown" => o.cooldown = millis(&name, &value()?)?,
+            "--retries" => o.retries = whole(&name, &value()?, 0, 9)? as u8,
             "--slow-call" => o.slow_call = millis(&name, &value()?)?,
             "--local-work" => o.local_work = millis(&name, &value()?)?,
             "--client-timeout" => o.client_timeout = millis(&name, &value()?)?,

@@ -39,6 +39,7 @@ const SCRIPT: [(&str, Behaviour, f64); 6] = [
 /// Index of the first healthy phase (the baseline) and of the others the checks use.
 pub const HEALTHY: usize = 0;
 pub const HANG: usize = 1;
+pub const STORM: usize = 2;
 pub const FLOOD: usize = 3;
 pub const RECOVERY: usize = 4;
 

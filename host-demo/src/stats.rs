@@ -5,7 +5,7 @@ use tripgate_wasmtime::{Metrics, State};
 use crate::caller::TransitionEvent;
 use crate::loadgen::{Ending, Route, Sample};
 use crate::options::Options;
-use crate::scenario::{Scenario, FLOOD, HANG, HEALTHY, RECOVERY};
+use crate::scenario::{Scenario, FLOOD, HANG, HEALTHY, RECOVERY, STORM};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -257,29 +257,14 @@ pub fn checks(o: &Options, runs: &[(&Run, &[PhaseStats])]) -> Vec<Check> {
                 phases.iter().map(|p| p.counters.shed).sum::<u64>()
             ),
         });
-        let recovery = &phases[RECOVERY].counters;
-        out.push(Check {
-            name: "tripgate: at most K concurrent probes reach the recovering upstream",
-            pass: recovery.upstream_peak_probes <= u32::from(o.probes)
-                && recovery.upstream_probes > 0,
-            detail: format!(
-                "peak {} concurrent probes at the upstream (K = {}), {} probes in recovery",
-                recovery.upstream_peak_probes, o.probes, recovery.upstream_probes
-            ),
-        });
-        let flood = &phases[FLOOD];
-        let floor = 2 * u64::from(o.threshold);
-        out.push(Check {
-            name: "tripgate: the 404 flood trips nothing",
-            pass: flood.trips_caused == 0 && flood.counters.recorded_404_closed >= floor,
-            detail: format!(
-                "{} trips caused by 404 answers; the closed breaker recorded {} 404s \
-                 (at least {floor} to count), closed {:.0}% of the phase",
-                flood.trips_caused,
-                flood.counters.recorded_404_closed,
-                flood.closed_share * 100.0
-            ),
-        });
+        // The probe and 404 counts come from the single-attempt path, which marks its
+        // probes and records each answer itself: checked in a run without `--retries`.
+        if o.retries == 0 {
+            out.extend(probe_and_flood_checks(o, phases));
+        }
+    }
+    if o.retries > 0 {
+        out.extend(retry_checks(o, runs));
     }
     if let Some((run, phases)) = find(Mode::TimeoutOnly) {
         let (healthy, hang) = (&phases[HEALTHY].local, &phases[HANG].local);
@@ -298,6 +283,74 @@ pub fn checks(o: &Options, runs: &[(&Run, &[PhaseStats])]) -> Vec<Check> {
                 healthy.p99,
                 hang.error_rate() * 100.0
             ),
+        });
+    }
+    out
+}
+
+/// The recovery's probes (at most K at once) and the 404 flood (no trip), counted by the
+/// single-attempt path.
+fn probe_and_flood_checks(o: &Options, phases: &[PhaseStats]) -> Vec<Check> {
+    let mut out = Vec::new();
+    let recovery = &phases[RECOVERY].counters;
+    out.push(Check {
+        name: "tripgate: at most K concurrent probes reach the recovering upstream",
+        pass: recovery.upstream_peak_probes <= u32::from(o.probes) && recovery.upstream_probes > 0,
+        detail: format!(
+            "peak {} concurrent probes at the upstream (K = {}), {} probes in recovery",
+            recovery.upstream_peak_probes, o.probes, recovery.upstream_probes
+        ),
+    });
+    let flood = &phases[FLOOD];
+    let floor = 2 * u64::from(o.threshold);
+    out.push(Check {
+        name: "tripgate: the 404 flood trips nothing",
+        pass: flood.trips_caused == 0 && flood.counters.recorded_404_closed >= floor,
+        detail: format!(
+            "{} trips caused by 404 answers; the closed breaker recorded {} 404s \
+             (at least {floor} to count), closed {:.0}% of the phase",
+            flood.trips_caused,
+            flood.counters.recorded_404_closed,
+            flood.closed_share * 100.0
+        ),
+    });
+    out
+}
+
+/// Requests that reached the upstream per request offered on its route in the 503 storm.
+pub fn storm_load(phases: &[PhaseStats]) -> f64 {
+    let storm = &phases[STORM];
+    let offered = storm.upstream_route.count.max(1);
+    storm.counters.upstream_received as f64 / offered as f64
+}
+
+/// With `--retries N`: the upstream's load in the 503 storm per offered request, at most
+/// `1 + budget` through tripgate, and what the same retries do without it.
+fn retry_checks(o: &Options, runs: &[(&Run, &[PhaseStats])]) -> Vec<Check> {
+    let budget = f64::from(tripgate_wasmtime::RetryPolicy::default().budget_percent) / 100.0;
+    let mut out = Vec::new();
+    for (run, phases) in runs {
+        let load = storm_load(phases);
+        let storm = &phases[STORM];
+        let detail = format!(
+            "{} requests reached the upstream for {} offered in the 503 storm: {load:.2} each",
+            storm.counters.upstream_received, storm.upstream_route.count
+        );
+        out.push(match run.mode {
+            Mode::Tripgate => Check {
+                name: "tripgate, retries: the 503 storm's upstream load stays within 1 + budget",
+                pass: load <= 1.0 + budget,
+                detail: format!(
+                    "{detail} (limit {:.2}, retries={})",
+                    1.0 + budget,
+                    o.retries
+                ),
+            },
+            Mode::TimeoutOnly => Check {
+                name: "timeout-only, retries: the retries multiply the 503 storm's load",
+                pass: load > 1.0 + budget,
+                detail: format!("{detail} (retries={})", o.retries),
+            },
         });
     }
     out

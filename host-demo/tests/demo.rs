@@ -328,3 +328,35 @@ fn the_demo_serves_prometheus_metrics_while_it_runs_and_prints_where() {
     assert!(tripped, "no scrape saw the breaker leave closed");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `--retries 3` in both runs: without tripgate the retries multiply what the 503 storm
+/// sends the upstream; through the breaker and its budget, the upstream sees at most
+/// `1 + budget` requests per offered one (the breaker's rejections end the retries).
+#[test]
+fn retries_through_tripgate_cannot_become_a_storm() {
+    let dir = scratch("retries");
+    let svg = dir.join("brownout.svg");
+    let output = demo(&[
+        "--scale",
+        "0.5",
+        "--retries",
+        "3",
+        "--json",
+        "--quiet",
+        "--out",
+        svg.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the demo failed:\n{stderr}");
+    let v: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    let load = |mode: &str| {
+        let run = runs.iter().find(|r| r["mode"] == mode).unwrap();
+        let storm = phase(run, STORM);
+        f(&storm, &["upstream_received"]) / f(&storm, &["upstream_route", "count"])
+    };
+    let (plain, guarded) = (load("timeout-only"), load("tripgate"));
+    assert!(plain > 2.0, "retries=3 without tripgate: {plain:.2} per offered request\n{stderr}");
+    assert!(guarded <= 1.2, "retries=3 with tripgate: {guarded:.2} per offered request\n{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}

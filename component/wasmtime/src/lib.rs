@@ -82,7 +82,7 @@ pub use tripgate_host::prometheus;
 /// Transitions as `tracing` events (feature `tracing`).
 #[cfg(feature = "tracing")]
 pub use tripgate_host::trace;
-pub use tripgate_host::Retries;
+pub use tripgate_host::{stay_away, Retries};
 pub use tripgate_host::{
     Classify, Clock, CoarseClock, FakeClock, MonotonicClock, QuantaClock, Status,
 };
