@@ -19,7 +19,7 @@ use anyhow::{Context, Result};
 use tripgate_wasmtime::{Breaker, Classify, Reason, State, Status, Transition};
 
 use crate::http;
-use crate::retrying::Retrying;
+use crate::retrying::{Answer, Retrying};
 use crate::scenario::Timeline;
 
 #[derive(Clone, Debug)]
@@ -71,9 +71,9 @@ struct Line {
 }
 
 pub struct CallerShared {
-    pub(crate) timeline: Timeline,
-    pub(crate) config: CallerConfig,
-    pub(crate) breaker: Option<Breaker>,
+    timeline: Timeline,
+    config: CallerConfig,
+    breaker: Option<Breaker>,
     retrying: Option<Retrying>,
     line: Mutex<Line>,
     wake: Condvar,
@@ -235,6 +235,34 @@ impl CallerShared {
         }
     }
 
+    /// The guarded call with retries (`--retries`): the upstream's good answer, else the
+    /// fallback.
+    fn call_upstream_retrying(&self, retrying: &Retrying) -> (u16, &'static str) {
+        let sent_in = self.timeline.phase_now();
+        let counters = &self.phases[sent_in];
+        let attempt = || {
+            counters.sent.fetch_add(1, Ordering::Relaxed);
+            Answer(http::get(
+                self.config.upstream,
+                "/",
+                &[],
+                self.config.timeout,
+            ))
+        };
+        let rejected = || {
+            counters.rejected.fetch_add(1, Ordering::Relaxed);
+        };
+        match retrying.call(
+            self.breaker.as_ref(),
+            self.config.timeout,
+            attempt,
+            rejected,
+        ) {
+            Some(Answer(Ok(reply))) if answered(reply.status) => (reply.status, "upstream"),
+            _ => (200, "fallback"),
+        }
+    }
+
     fn log(&self, transitions: &[Transition], cause: usize) {
         if transitions.is_empty() {
             return;
@@ -255,7 +283,7 @@ impl CallerShared {
 }
 
 /// An answer the caller passes on: a success, or a 4xx the client should see.
-pub(crate) fn answered(status: u16) -> bool {
+fn answered(status: u16) -> bool {
     status < 500 && status != 429
 }
 

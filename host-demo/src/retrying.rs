@@ -5,21 +5,21 @@
 //! out of a budget the route's callers share.
 
 use std::io;
-use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tripgate_wasmtime::tripgate_core::retry::{self, Next, RetryBudget};
 use tripgate_wasmtime::tripgate_core::{Nanos, Outcome};
-use tripgate_wasmtime::{Classify, Config, Retries, RetryPolicy, Status};
+use tripgate_wasmtime::{Breaker, Classify, Config, Retries, RetryPolicy, Status};
 
-use crate::caller::CallerShared;
-use crate::http::{self, Reply};
+use crate::http::Reply;
 
 /// The retries of a run: the policy, and for the run without tripgate a budget nothing
 /// limits (what a plain `retries=N` client does).
 pub struct Retrying {
     policy: RetryPolicy,
+    /// Where the plain budget's clock starts.
+    epoch: Instant,
     plain: Mutex<RetryBudget>,
     /// The run with tripgate: its budget, shared by the route's callers.
     pub guarded: Option<Retries>,
@@ -43,6 +43,7 @@ impl Retrying {
             .transpose()
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(Self {
+            epoch: Instant::now(),
             plain: Mutex::new(RetryBudget::new(&unlimited, now)),
             policy: unlimited,
             guarded,
@@ -70,64 +71,48 @@ impl Classify for Answer {
     }
 }
 
-impl CallerShared {
-    /// One attempt at the upstream, counted as sent in the phase the call began in.
-    fn attempt(&self, sent_in: usize) -> Answer {
-        self.phases[sent_in].sent.fetch_add(1, Ordering::Relaxed);
-        Answer(http::get(
-            self.config.upstream,
-            "/",
-            &[],
-            self.config.timeout,
-        ))
-    }
-
-    /// The guarded call with retries: the upstream's good answer, else the fallback.
-    pub(crate) fn call_upstream_retrying(&self, retrying: &Retrying) -> (u16, &'static str) {
-        let sent_in = self.timeline.phase_now();
-        let answer = match (&self.breaker, &retrying.guarded) {
-            (Some(breaker), Some(retries)) => {
-                let timeout = self.config.timeout;
-                match breaker.call_retrying(retries, timeout, || self.attempt(sent_in)) {
-                    Ok(answer) => Some(answer),
-                    Err(error) => {
-                        if error.rejection().is_some() {
-                            self.phases[sent_in]
-                                .rejected
-                                .fetch_add(1, Ordering::Relaxed);
-                        }
-                        None
-                    }
-                }
-            }
-            _ => Some(self.plain_retries(retrying, sent_in)),
+impl Retrying {
+    /// The upstream call with retries: `attempt` makes one attempt (and counts it); the
+    /// last attempt's answer, or `None` when the breaker turned the call away (`rejected`
+    /// is told) or a host error ended it.
+    pub fn call(
+        &self,
+        breaker: Option<&Breaker>,
+        timeout: Duration,
+        attempt: impl Fn() -> Answer,
+        rejected: impl FnOnce(),
+    ) -> Option<Answer> {
+        let (Some(breaker), Some(retries)) = (breaker, &self.guarded) else {
+            return Some(self.plain(attempt));
         };
-        match answer {
-            Some(Answer(Ok(reply))) if crate::caller::answered(reply.status) => {
-                (reply.status, "upstream")
+        match breaker.call_retrying(retries, timeout, attempt) {
+            Ok(answer) => Some(answer),
+            Err(error) => {
+                if error.rejection().is_some() {
+                    rejected();
+                }
+                None
             }
-            _ => (200, "fallback"),
         }
     }
 
     /// A client with `retries=N` and no breaker: the same waits, nothing else.
-    fn plain_retries(&self, retrying: &Retrying, sent_in: usize) -> Answer {
-        let mut attempt = 1u8;
+    fn plain(&self, attempt: impl Fn() -> Answer) -> Answer {
+        let mut tries = 1u8;
         loop {
-            let answer = self.attempt(sent_in);
+            let answer = attempt();
             // Judged as the breaker's defaults would: the same answers are faults.
             let class = Config::default().classify(answer.outcome());
-            let now =
-                u64::try_from(self.timeline.offset(Instant::now()).as_nanos()).unwrap_or(u64::MAX);
+            let now = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
             let next = {
-                let mut budget = retrying.plain.lock().unwrap_or_else(|p| p.into_inner());
-                if attempt == 1 {
-                    budget.deposit(&retrying.policy);
+                let mut budget = self.plain.lock().unwrap_or_else(|p| p.into_inner());
+                if tries == 1 {
+                    budget.deposit(&self.policy);
                 }
                 retry::next(
-                    &retrying.policy,
+                    &self.policy,
                     &mut budget,
-                    attempt,
+                    tries,
                     class,
                     answer.retry_after(),
                     now,
@@ -137,7 +122,7 @@ impl CallerShared {
                 Next::Retry(wait) => std::thread::sleep(Duration::from_nanos(wait)),
                 Next::Stop(_) => return answer,
             }
-            attempt = attempt.saturating_add(1);
+            tries = tries.saturating_add(1);
         }
     }
 }

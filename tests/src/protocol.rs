@@ -119,15 +119,7 @@ fn ms(value: &Value, field: &str) -> Result<Nanos> {
 
 /// One protocol vector.
 pub fn run_protocol_vector(vector: &Value) -> Result<()> {
-    let empty = Map::new();
-    let config = VectorConfig::parse(
-        vector
-            .get("config")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty),
-    )?
-    .to_core()
-    .map_err(|e| anyhow!("{e}"))?;
+    let config = core_config(vector)?;
     let member = vector.get("member").ok_or_else(|| anyhow!("no `member`"))?;
     let signer = member
         .get("key")
@@ -198,6 +190,18 @@ pub fn run_protocol_vector(vector: &Value) -> Result<()> {
         check(step, &protocol, &mut link, command.as_ref()).with_context(context)?;
     }
     Ok(())
+}
+
+/// The core config a vector or a step gives (`config`; absent fields take defaults).
+fn core_config(holder: &Value) -> Result<Config> {
+    let empty = Map::new();
+    let json = holder
+        .get("config")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    VectorConfig::parse(json)?
+        .to_core()
+        .map_err(|e| anyhow!("{e}"))
 }
 
 /// A new config for the breaker (`config`, whole), and its cooldown and probe timeout
