@@ -68,6 +68,10 @@ use tripgate_host::{error_outcome, stay_away, Classify, Clock, Status};
 
 use crate::{Breaker, CoarseClock, OwnedPermit};
 
+mod retry;
+
+pub use retry::BudgetedRetry;
+
 /// A request the breaker turned away without calling the inner service. The service's
 /// error is a `BoxError`; downcast it to this type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,8 +16,12 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, Semaphore};
 use tower::{BoxError, ServiceBuilder, ServiceExt};
-use tripgate::tower::{error_outcome_of, CircuitBreakerLayer, CircuitBreakerService, Rejected};
-use tripgate::{Breaker, Config, FakeClock, Outcome, RejectReason, State, SECOND};
+use tripgate::tower::{
+    error_outcome_of, BudgetedRetry, CircuitBreakerLayer, CircuitBreakerService, Rejected,
+};
+use tripgate::{
+    Breaker, Config, FakeClock, Outcome, RejectReason, RetryPolicy, State, MILLISECOND, SECOND,
+};
 
 type Fake = Arc<FakeClock>;
 type Guarded = CircuitBreakerService<Client<HttpConnector, Empty<Bytes>>, Fake>;
@@ -64,6 +68,15 @@ impl Upstream {
         let status = match request.uri().path() {
             "/404" => StatusCode::NOT_FOUND,
             "/503" => StatusCode::SERVICE_UNAVAILABLE,
+            "/503-for-a-minute" => {
+                let mut response = Response::new(Empty::new());
+                *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                let minute = hyper::header::HeaderValue::from_static("60");
+                response
+                    .headers_mut()
+                    .insert(hyper::header::RETRY_AFTER, minute);
+                return response;
+            }
             "/hold" => {
                 self.arrived.notify_one();
                 self.release.acquire().await.unwrap().forget();
@@ -272,4 +285,71 @@ async fn a_timeout_inside_the_layer_is_a_timeout_fault() {
     }
     assert_eq!(breaker.metrics().faults_total, 5);
     assert_eq!(breaker.state(), State::Open);
+}
+
+/// The upstream's `Retry-After: 60` on the 503 that trips the breaker holds it open for
+/// the minute (max-cooldown allows two), not the 15 s cooldown.
+#[tokio::test]
+async fn a_503_that_asks_for_a_minute_opens_the_breaker_for_a_minute() {
+    let upstream = Upstream::start().await;
+    let config = Config {
+        max_cooldown: Some(120 * SECOND),
+        ..Config::default()
+    };
+    let (service, breaker, clock) = guarded(config);
+    for _ in 0..5 {
+        let response = get(&service, upstream.addr, "/503-for-a-minute")
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(30 * SECOND);
+    let error = get(&service, upstream.addr, "/200").await.unwrap_err();
+    assert_eq!(rejected(&error).retry_after, Duration::from_secs(30));
+    clock.advance(30 * SECOND);
+    assert_eq!(breaker.state(), State::HalfOpen);
+}
+
+/// Retries outside the layer, by the core's policy: a 503 is tried three times, each
+/// attempt through the breaker; once five faults trip it, the breaker's rejection ends
+/// the retries and nothing more reaches the upstream.
+#[tokio::test]
+async fn retries_pass_the_breaker_and_its_rejection_ends_them() {
+    let upstream = Upstream::start().await;
+    let clock = Arc::new(FakeClock::new(0));
+    let breaker = Arc::new(Breaker::with_clock(Config::default(), Arc::clone(&clock)).unwrap());
+    let policy = RetryPolicy {
+        max_attempts: 3,
+        base_delay: MILLISECOND,
+        max_delay: 2 * MILLISECOND,
+        budget_percent: 1000,
+        min_retries_per_second: 0,
+        seed: 5,
+    };
+    let retries = Arc::new(breaker.retries(policy).unwrap());
+    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+    let service = ServiceBuilder::new()
+        .retry(BudgetedRetry::new(Arc::clone(&breaker), retries))
+        .layer(CircuitBreakerLayer::new(Arc::clone(&breaker)))
+        .service(client);
+    let call = || {
+        let request = Request::get(format!("http://{}/503", upstream.addr))
+            .body(Empty::new())
+            .unwrap();
+        service.clone().oneshot(request)
+    };
+    let first = call().await.unwrap();
+    assert_eq!(first.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(upstream.requests(), 3, "three attempts");
+    let second = call().await.unwrap_err();
+    assert_eq!(rejected(&second).reason, RejectReason::Open);
+    assert_eq!(
+        upstream.requests(),
+        5,
+        "the fifth fault tripped it: no sixth attempt"
+    );
+    let third = call().await.unwrap_err();
+    assert_eq!(rejected(&third).reason, RejectReason::Open);
+    assert_eq!(upstream.requests(), 5, "open: no attempt, no retry");
 }

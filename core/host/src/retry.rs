@@ -49,11 +49,15 @@ impl Retries {
         &self.policy
     }
 
-    fn deposit(&self) {
+    /// A call's first attempt was admitted: it pays into the budget. (For adapters that
+    /// run their own loop, as a `tower` retry policy does; [`retrying`] calls it.)
+    pub fn deposit(&self) {
         self.budget.lock().deposit(&self.policy);
     }
 
-    fn next(&self, attempt: u8, class: Class, retry_after: Nanos, now: Nanos) -> Next {
+    /// After attempt `attempt` answered with `class` and asked for `retry_after`, what to
+    /// do (the core's `retry::next` on the shared budget).
+    pub fn next(&self, attempt: u8, class: Class, retry_after: Nanos, now: Nanos) -> Next {
         let mut budget = self.budget.lock();
         retry::next(&self.policy, &mut budget, attempt, class, retry_after, now)
     }
