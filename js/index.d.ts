@@ -33,7 +33,8 @@ export type OutcomeClass = 'success' | 'fault' | 'neutral';
  *   the upstream answered), or anything with a `status` (or `statusCode`) such as a fetch
  *   `Response`: an integer or its decimal string (`'503'`), or 0 for no HTTP answer
  *   (`Response.error()`: a connection error; an opaque response: a success) — the same
- *   rule `execute` applies; the strings `status:N` and `grpc:N` are accepted too;
+ *   rule `execute` applies, which also reads the stay-away its `headers` ask for (see
+ *   `retryAfter.of`); the strings `status:N` and `grpc:N` are accepted too;
  * - `{ grpc: code }` (0–16; 4, 8, 13 and 14 are faults by default).
  */
 export type Outcome =
@@ -49,6 +50,8 @@ export type Outcome =
  * Hand it back to `record` exactly once. A plain number, so the hot path allocates
  * nothing. A breaker gives the same number again only after more than 2^28 - 2^22 (over
  * 264 million) further permits, so a late or duplicate `record` of an old one is stale.
+ * A whole number, but for a call only shadow mode admitted: that permit is a whole number
+ * and a half (`CircuitBreaker.isShadow`).
  */
 export type Permit = number;
 
@@ -114,6 +117,14 @@ export interface CircuitBreakerOptions {
    */
   fleetQuorum?: number;
   /**
+   * Shadow mode: the breaker makes and reports every decision (transitions, metrics,
+   * retry-after) but admits every call. A call it would have turned away is counted in
+   * `metrics().shadowRejectedTotal` by its reason and gets a shadow permit
+   * (`CircuitBreaker.isShadow`), whose outcome counts nothing. Default false; switch it
+   * live with `reconfigure`.
+   */
+  shadow?: boolean;
+  /**
    * Default `timeoutMs` for `execute`. None by default. Any finite length > 0: beyond
    * setTimeout's 2^31 - 1 ms the timer re-arms in steps.
    */
@@ -170,6 +181,19 @@ export interface Rejection {
   state: State;
 }
 
+/** `record`'s options. */
+export interface RecordOptions {
+  /**
+   * How long the upstream asked its callers to stay away, in ms (an HTTP `Retry-After`, a
+   * gRPC pushback; `retryAfter` reads them). When this outcome trips the breaker, or fails
+   * its probe round, it stays open at least that long, bounded by the longest cooldown the
+   * options allow (`maxCooldownMs`, or what `backoffFactor` grows the cooldown to). An
+   * outcome that trips nothing asks nothing. Without it, a response-like outcome's own
+   * headers say (`retryAfter.of`). `undefined` or `null`: not given.
+   */
+  retryAfterMs?: number | null;
+}
+
 export interface RecordReport {
   class: OutcomeClass;
   /** A success slower than `slowCallDurationMs`. */
@@ -191,6 +215,11 @@ export interface Metrics {
   probesOut: number;
   admittedTotal: number;
   rejectedTotal: Record<RejectReason, number>;
+  /**
+   * Calls shadow mode admitted that the breaker would have rejected, by reason (see
+   * `shadow`); not in `rejectedTotal`. This breaker's own: `exportState` does not carry them.
+   */
+  shadowRejectedTotal: Record<RejectReason, number>;
   successesTotal: number;
   faultsTotal: number;
   staleTotal: number;
@@ -308,11 +337,19 @@ export declare class CircuitBreaker {
   acquireOrThrow(): Permit;
   /**
    * Hands a permit back with its call's outcome; returns the class. Throws `RangeError` /
-   * `TypeError` (and changes nothing, the permit stays out) on an invalid outcome.
+   * `TypeError` (and changes nothing, the permit stays out) on an invalid outcome or
+   * option. `options.retryAfterMs`: the stay-away the answer asked for (see
+   * `RecordOptions`); a response-like outcome's headers are read without it.
    */
-  record(permit: Permit, outcome: Outcome): OutcomeClass;
+  record(permit: Permit, outcome: Outcome, options?: RecordOptions): OutcomeClass;
   /** Whether a permit is a half-open probe. */
   static isProbe(permit: Permit): boolean;
+  /**
+   * Whether a permit was admitted only by shadow mode (see `shadow`): an enforcing breaker
+   * would have turned the call away, and its outcome counts nothing. Such a permit is a
+   * whole number and a half; it is recorded like any other.
+   */
+  static isShadow(permit: Permit): boolean;
   /** How the last `record` went. */
   readonly lastRecord: RecordReport;
   /** The last rejection, or null before any. */
@@ -330,6 +367,10 @@ export declare class CircuitBreaker {
    * `cancelled` for the caller's abort or an `AbortError`), else as `failure`. The `cause`
    * chain (and an `AggregateError`'s first error) is read at most 8 errors deep, the
    * error itself included: the core's `MAX_CAUSES`, the depth the Rust hosts follow.
+   * A value (or error) whose HTTP status it read is also read for the stay-away its
+   * headers ask for (`retryAfter.of`: `Retry-After` on a 429 or 503, by the wall clock
+   * `Date.now()`, else `grpc-retry-pushback-ms`), which the outcome is recorded with (see
+   * `RecordOptions.retryAfterMs`).
    * Rejects with `CircuitOpenError` when turned away (unless `fallback` is given).
    */
   execute<T, F = never>(fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: ExecuteOptions<F>): Promise<T | F>;
@@ -411,11 +452,36 @@ export declare function classifyError(error: unknown): Outcome;
 /** How `execute` classifies a resolved value, as an outcome for `record`. */
 export declare function classifyResult(value: unknown): Outcome;
 
+/** Headers as `retryAfter.of` reads them: anything with `get(name)`, or an object by lower-case name. */
+export type HeadersLike = { get(name: string): string | null | undefined } | Record<string, unknown>;
+
+/**
+ * How long an upstream's answer asks its callers to stay away (SPEC § Retry-After), read by
+ * the core's rules (the parsing is the Rust core's, compiled in): whole milliseconds, or
+ * null for a value that asks nothing. `nowMs` is the wall clock an HTTP date is measured
+ * against (`Date.now()` by default); a non-string value is a `TypeError`.
+ */
+export declare const retryAfter: Readonly<{
+  /** An HTTP `Retry-After` value: delay-seconds, or an IMF-fixdate (0 once past); the obsolete date forms and anything else: null. */
+  http(value: string, nowMs?: number): number | null;
+  /** A `grpc-retry-pushback-ms` value; negative or malformed: null. */
+  grpcPushback(value: string): number | null;
+  /** Whether the breaker honours `Retry-After` on an answer with this HTTP status (429 and 503). */
+  applies(status: number): boolean;
+  /**
+   * What `execute` and `record` read from a response-like value with an HTTP status (a
+   * fetch `Response`, an HTTP client's answer or error with `status` and `headers`): its
+   * `Retry-After` where it `applies`, else its `grpc-retry-pushback-ms`; 0 when it asks
+   * nothing.
+   */
+  of(response: unknown, nowMs?: number): number;
+}>;
+
 /** A config field: the core's (kebab-case) name, the JS option, and how it is read. */
 export interface ConfigField {
   readonly name: string;
   readonly option: keyof CircuitBreakerOptions;
-  readonly kind: 'count' | 'percent' | 'duration' | 'factor' | 'seed' | 'statuses' | 'grpc-codes';
+  readonly kind: 'count' | 'percent' | 'duration' | 'factor' | 'seed' | 'flag' | 'statuses' | 'grpc-codes';
 }
 
 /** The core's tables, filled in when the wasm module is installed. */

@@ -8,19 +8,24 @@
 // js/crate/src/breaker.rs). `acquire()` returns a permit (>= 0) or a
 // negative rejection code; `record(permit, outcome)` hands it back. A permit recorded
 // twice is reported as stale and changes nothing, like a permit from an earlier epoch.
+// A call that only shadow mode admitted (SPEC § Shadow mode) gets its handle plus one
+// half: the number itself says so (`CircuitBreaker.isShadow`), and the common path still
+// moves one small integer.
 
-import { outcomeCode } from './classify.js';
+import { askedMs, outcomeCode } from './classify.js';
 import { CircuitOpenError, InvalidStateError, disposedError, rangeError, typeError } from './errors.js';
 import { Listeners } from './events.js';
 import { execute, rejection, settle } from './execute.js';
 import { READ } from './exposition.js';
 import { checkVotes, fleetEvent, fleetStore } from './fleet-args.js';
-import { configError, isReading, readConfig, readOptions, readingError } from './options.js';
+import { configError, isReading, own, readConfig, readOptions, readingError } from './options.js';
 import { onInstall, wasm } from './tables.js';
 
 let TRANSITIONED = 0;
 let NEED_CLOCK = 0;
 let NOT_A_PERMIT = 0;
+/** `acquire`'s code for a call only shadow mode admitted: its permit is `shadow_permit()`. */
+let SHADOWED = 0;
 let METRICS_FIXED = 0;
 let WIDTH = 0;
 let STATES = [];
@@ -50,7 +55,7 @@ let metricFields = [];
 let DISPOSED = null;
 
 onInstall((t) => {
-  ({ transitioned: TRANSITIONED, needClock: NEED_CLOCK, notAPermit: NOT_A_PERMIT } = t.codes);
+  ({ transitioned: TRANSITIONED, needClock: NEED_CLOCK, notAPermit: NOT_A_PERMIT, shadowed: SHADOWED } = t.codes);
   METRICS_FIXED = t.metricsFixed;
   WIDTH = t.transitionWidth;
   STATES = t.states;
@@ -149,7 +154,8 @@ export class CircuitBreaker {
     // admits at the latest instant it has seen. Otherwise it asks for one.
     let r = this.#w.acquire_closed();
     if (r === NEED_CLOCK) r = this.#w.acquire(this.#now());
-    if (r >= TRANSITIONED) {
+    if (r >= 0) {
+      if (r < TRANSITIONED) return r;
       this.#emitTransitions();
       return r - TRANSITIONED;
     }
@@ -157,19 +163,35 @@ export class CircuitBreaker {
       this.#emitTransitions();
       return r + TRANSITIONED;
     }
+    if (r === SHADOWED) return this.#shadowPermit();
     if (r === PROBING_ELSEWHERE && this.#wake !== null) this.#wake(true);
     return r;
   }
 
+  /** The permit of a call only shadow mode admitted: its handle and a half. */
+  #shadowPermit() {
+    const r = this.#w.shadow_permit();
+    if (r < TRANSITIONED) return r + 0.5;
+    this.#emitTransitions();
+    return r - TRANSITIONED + 0.5;
+  }
+
   /**
    * Hands a permit back with its call's outcome; returns how the breaker classified it
-   * (`success`, `fault` or `neutral`). Throws (and changes nothing) on an invalid outcome
-   * or a value that is not a permit.
+   * (`success`, `fault` or `neutral`). `options.retryAfterMs`: how long the upstream asked
+   * its callers to stay away (SPEC § Retry-After); without it, a response-like outcome's
+   * own headers say (`retryAfter.of`). Throws (and changes nothing) on an invalid outcome,
+   * option or a value that is not a permit.
    */
-  record(permit, outcome) {
+  record(permit, outcome, options) {
     if (typeof permit !== 'number') throw new TypeError('permit must be the number acquire() returned');
     const code = outcomeCode(outcome);
-    const r = this.#w.record(permit, code, this.#now());
+    // Set by outcomeCode for a response-like object, and only then.
+    let after = typeof outcome === 'object' ? askedMs : 0;
+    if (options !== undefined) after = recordOptions(options, after);
+    const r = after > 0
+      ? this.#w.record_after(permit, code, after, this.#now())
+      : this.#w.record(permit, code, this.#now());
     if (r < 0) {
       if (r === NOT_A_PERMIT) {
         throw new TypeError(permit < 0
@@ -194,6 +216,15 @@ export class CircuitBreaker {
   /** Whether a permit is a half-open probe. */
   static isProbe(permit) {
     return permit >= 0 && (permit & 1) === 1;
+  }
+
+  /**
+   * Whether a permit was admitted only by shadow mode: an enforcing breaker would have
+   * turned the call away, and its outcome counts nothing. Such a permit is its handle and
+   * a half (`permit % 1 === 0.5`); every other permit is a whole number.
+   */
+  static isShadow(permit) {
+    return typeof permit === 'number' && permit >= 0 && permit % 1 === 0.5;
   }
 
   /** How the last `record` went: `{ class, slow, stale }`. */
@@ -232,13 +263,16 @@ export class CircuitBreaker {
   }
 
   /**
-   * Records an outcome code from `execute`. Never throws: a breaker disposed while the
-   * call was out records nothing, and the call still settles with its own result.
+   * Records an outcome code from `execute`, with the stay-away (ms, 0 for none) its answer
+   * asked for. Never throws: a breaker disposed while the call was out records nothing,
+   * and the call still settles with its own result.
    */
-  [settle](permit, code) {
+  [settle](permit, code, after) {
     let r;
     try {
-      r = this.#w.record(permit, code, this.#now());
+      r = after > 0
+        ? this.#w.record_after(permit, code, after, this.#now())
+        : this.#w.record(permit, code, this.#now());
     } catch {
       return;
     }
@@ -278,13 +312,17 @@ export class CircuitBreaker {
       metrics[key] = kind === 'state' ? STATES[m[i]] : m[i];
     });
     const rejectedTotal = {};
+    const shadowRejectedTotal = {};
+    const shadowAt = METRICS_FIXED + REJECT_REASONS.length;
     REJECT_REASONS.forEach((reason, code) => {
       rejectedTotal[reason] = m[METRICS_FIXED + code];
+      shadowRejectedTotal[reason] = m[shadowAt + code];
     });
     const last = metricFields.length;
     return {
       ...metrics,
       rejectedTotal,
+      shadowRejectedTotal,
       lastTransition: m[last] === 0 ? null : transition(m, last + 1),
       clockErrorsTotal: this.#clockErrors,
       listenerErrorsTotal: this.#events.errors,
@@ -526,6 +564,34 @@ export class CircuitBreaker {
     for (let i = 0; i < n; i++) list.push(transition(buf, i * WIDTH));
     return list;
   }
+}
+
+/**
+ * `record`'s options: `{ retryAfterMs }`, a finite number of ms >= 0 (`undefined` or null:
+ * not given, so `given` stands). Errors name the option.
+ */
+function recordOptions(options, given) {
+  if (typeof options !== 'object' || options === null) {
+    throw typeError('options', 'record options must be an object', options);
+  }
+  let keys;
+  try {
+    keys = Object.keys(options);
+  } catch (cause) {
+    const error = typeError('options', 'record options could not be read', undefined);
+    error.cause = cause;
+    throw error;
+  }
+  for (const key of keys) {
+    if (key !== 'retryAfterMs') throw typeError(key, `unknown record option ${key}`, own(options, key));
+  }
+  const ms = own(options, 'retryAfterMs');
+  if (ms === undefined || ms === null) return given;
+  if (typeof ms !== 'number') throw typeError('retryAfterMs', 'retryAfterMs must be a number', ms);
+  if (!(ms >= 0) || !Number.isFinite(ms)) {
+    throw rangeError('retryAfterMs', 'retryAfterMs must be a finite number >= 0', ms);
+  }
+  return ms;
 }
 
 /** The transition at `at` in a wasm buffer: from, to, reason codes, at (ms), epoch. */

@@ -1,10 +1,12 @@
 // Outcomes as the numbers the wasm layer takes (js/crate/src/outcome.rs): an HTTP status
 // is itself, a kind is `kindBase + ` its core code, a gRPC code `grpcBase + code`. One
 // rule reads the status of a response-like value, for `record`, for the values `execute`'s
-// function resolves with, and for the errors it throws.
+// function resolves with, and for the errors it throws; and with it the stay-away the
+// answer asked for (SPEC § Retry-After), its headers read by the core's rules
+// (js/crate/src/retry_after.rs): JS parses no header itself.
 
 import { describe } from './errors.js';
-import { onInstall } from './tables.js';
+import { onInstall, wasm } from './tables.js';
 
 export let SUCCESS = 0;
 export let TIMEOUT = 0;
@@ -22,6 +24,8 @@ let MAX_CAUSES = 0;
 let kindCodes = new Map();
 /** code - KIND_BASE -> kind name. */
 let kindNames = [];
+/** By status: whether the breaker honours a `Retry-After` on it (the core's `applies`). */
+let retryAfterApplies = [];
 
 onInstall((t) => {
   KIND_BASE = t.codes.kindBase;
@@ -40,7 +44,53 @@ onInstall((t) => {
   CONNECTION_ERROR = kindCodes.get('connection-error');
   FAILURE = kindCodes.get('failure');
   CANCELLED = kindCodes.get('cancelled');
+  retryAfterApplies = [];
+  for (const status of t.retryAfterStatuses) retryAfterApplies[status] = true;
 });
+
+/**
+ * The stay-away (ms, 0 for none) that the last value, error or outcome read by `valueCode`,
+ * `errorCode` or `outcomeCode` asked for, read from the response-like object that gave its
+ * HTTP status. The callers read it right after the call that set it.
+ */
+export let askedMs = 0;
+
+/** A header of a response-like object's `headers`, by its lower-case name; null when absent. */
+function header(headers, name) {
+  const value = typeof headers.get === 'function' ? headers.get(name) : headers[name];
+  return typeof value === 'string' ? value : null;
+}
+
+/** Seconds since 1970 by the wall clock, for an HTTP date. */
+const unixNow = () => Date.now() / 1000;
+
+/**
+ * How long a response-like value with HTTP status `status` asked its callers to stay away,
+ * in ms (0: it did not ask), from its `headers` (a fetch `Headers`, a `Map` or anything
+ * with `get(name)`, or a plain object by lower-case name, as Node's `IncomingMessage` has
+ * them): its `Retry-After` on the statuses the core honours it on (429, 503), else its
+ * `grpc-retry-pushback-ms`. The wall clock (for an HTTP date) is `nowS`, seconds since
+ * 1970, read from `Date.now()` when not given. Never throws: headers that cannot be read
+ * ask nothing.
+ */
+function stayAway(value, status, nowS) {
+  try {
+    const headers = value.headers;
+    if (typeof headers !== 'object' || headers === null) return 0;
+    if (retryAfterApplies[status] === true) {
+      const retryAfter = header(headers, 'retry-after');
+      if (retryAfter !== null) {
+        const ms = wasm.retry_after_http_ms(retryAfter, nowS ?? unixNow());
+        if (ms !== undefined) return ms;
+      }
+    }
+    const pushback = header(headers, 'grpc-retry-pushback-ms');
+    if (pushback !== null) return wasm.retry_after_grpc_ms(pushback) ?? 0;
+  } catch {
+    // A getter or `get` that throws: the answer asked nothing we can read.
+  }
+  return 0;
+}
 
 // What `statusCodeOf` says besides an outcome code (all negative: codes are >= 0).
 const NO_STATUS = -1;
@@ -76,11 +126,18 @@ function statusCodeOf(value) {
   }
 }
 
-/** The outcome code of a value `fn` resolved with: by its status, else a success. */
+/**
+ * The outcome code of a value `fn` resolved with: by its status, else a success. Sets
+ * `askedMs` to the stay-away a response with an HTTP status asked for.
+ */
 export function valueCode(value) {
+  askedMs = 0;
   if (typeof value === 'object' && value !== null) {
     const code = statusCodeOf(value);
-    if (code >= 0) return code;
+    if (code >= 0) {
+      if (code < KIND_BASE) askedMs = stayAway(value, code);
+      return code;
+    }
   }
   return SUCCESS;
 }
@@ -126,11 +183,16 @@ function namedCode(code, name) {
  * throws: an error whose properties cannot be read is a failure.
  */
 export function errorCode(error) {
+  askedMs = 0;
   try {
     let err = error;
     for (let read = 1; typeof err === 'object' && err !== null; read++) {
       const status = statusCodeOf(err);
-      if (status >= 0) return status;
+      if (status >= 0) {
+        // An HTTP client's error that carries the answer's status (and headers).
+        if (status < KIND_BASE) askedMs = stayAway(err, status);
+        return status;
+      }
       const code = err.code;
       if (typeof code === 'number' && Number.isInteger(code) && code >= 0 && code <= GRPC_MAX &&
         'details' in err && 'metadata' in err) {
@@ -205,6 +267,7 @@ export function outcomeCode(outcome) {
 }
 
 function objectOutcome(outcome) {
+  askedMs = 0;
   let grpc;
   try {
     grpc = Object.hasOwn(outcome, 'grpc') ? outcome.grpc : undefined;
@@ -213,7 +276,10 @@ function objectOutcome(outcome) {
   }
   if (grpc !== undefined) return grpcOutcome(grpc);
   const code = statusCodeOf(outcome);
-  if (code >= 0) return code;
+  if (code >= 0) {
+    if (code < KIND_BASE) askedMs = stayAway(outcome, code);
+    return code;
+  }
   if (code === NO_STATUS) {
     throw new TypeError(`outcome must be ${OUTCOME_FORMS} (received ${describe(outcome)} without a status)`);
   }
@@ -238,3 +304,54 @@ export function classifyResult(value) {
 export function classifyError(error) {
   return outcomeOfCode(errorCode(error));
 }
+
+/** The JS face of a wall-clock reading in ms: a finite number, else a TypeError. */
+function wallClockSeconds(nowMs) {
+  if (nowMs === undefined) return unixNow();
+  if (typeof nowMs !== 'number' || !Number.isFinite(nowMs)) {
+    throw new TypeError(`nowMs must be a finite number of ms since 1970 (received ${describe(nowMs)})`);
+  }
+  return nowMs / 1000;
+}
+
+/** A header value for the wasm module's reading (which must be installed). */
+function headerValue(value) {
+  if (wasm === null) {
+    throw new Error('tripgate: the wasm module is not initialised; call initSync() or init() first');
+  }
+  if (typeof value !== 'string') throw new TypeError(`a header value must be a string (received ${describe(value)})`);
+  return value;
+}
+
+/**
+ * The stay-away an upstream's answer asks for (SPEC § Retry-After), read by the core's
+ * rules: whole milliseconds, or null for a value that asks nothing. `nowMs` is the wall
+ * clock (`Date.now()` by default), which an HTTP date is measured against.
+ */
+export const retryAfter = Object.freeze({
+  /** An HTTP `Retry-After` value (delay-seconds or an IMF-fixdate): ms, 0 for a date past, or null. */
+  http(value, nowMs) {
+    const text = headerValue(value);
+    return wasm.retry_after_http_ms(text, wallClockSeconds(nowMs)) ?? null;
+  },
+  /** A `grpc-retry-pushback-ms` value: ms, or null (negative or malformed). */
+  grpcPushback(value) {
+    const text = headerValue(value);
+    return wasm.retry_after_grpc_ms(text) ?? null;
+  },
+  /** Whether the breaker honours a `Retry-After` on an answer with this HTTP status (429, 503). */
+  applies(status) {
+    return typeof status === 'number' && retryAfterApplies[status] === true;
+  },
+  /**
+   * What `execute` and `record` read from a response-like value (a fetch `Response`, an
+   * object with `status` and `headers`): the ms its `Retry-After` (on 429 or 503) or
+   * `grpc-retry-pushback-ms` asks for, 0 when it asks nothing or has no HTTP status.
+   */
+  of(response, nowMs) {
+    const nowS = wallClockSeconds(nowMs);
+    if (typeof response !== 'object' || response === null) return 0;
+    const status = statusCodeOf(response);
+    return status >= 0 && status < KIND_BASE ? stayAway(response, status, nowS) : 0;
+  },
+});

@@ -1,13 +1,15 @@
 // `execute`: runs a function through a breaker, classifies how it went, records that
 // exactly once, and always settles the promise it returns — whatever the function, its
-// result, the caller's signal or the breaker (disposed meanwhile) do.
+// result, the caller's signal or the breaker (disposed meanwhile) do. An answer that asked
+// its callers to stay away (a fetch `Response` with `Retry-After` on a 429 or 503, or
+// `grpc-retry-pushback-ms`: classify.js reads it as `askedMs`) is recorded with it.
 
-import { CANCELLED, TIMEOUT, errorCode, valueCode } from './classify.js';
+import { CANCELLED, TIMEOUT, askedMs, errorCode, valueCode } from './classify.js';
 import { addDeadline, settled as deadlineSettled } from './deadlines.js';
 import { typeError } from './errors.js';
 import { checkTimeout, own } from './options.js';
 
-/** The breaker's side of `execute`: records an outcome code, never throwing. */
+/** The breaker's side of `execute`: records an outcome code and stay-away, never throwing. */
 export const settle = Symbol('settle');
 /** The breaker's side of `execute`: the `CircuitOpenError` for a rejection code. */
 export const rejection = Symbol('rejection');
@@ -112,17 +114,20 @@ function run(breaker, fn, permit, hasFallback, fallback) {
     // getter): that is `fn` failing.
     pending = promiseResolve.call(NativePromise, fn(neverAbortingSignal()));
   } catch (error) {
-    breaker[settle](permit, errorCode(error));
+    const code = errorCode(error);
+    breaker[settle](permit, code, askedMs);
     return rejected(error, hasFallback, fallback);
   }
   return promiseThen.call(
     pending,
     (value) => {
-      breaker[settle](permit, valueCode(value));
+      const code = valueCode(value);
+      breaker[settle](permit, code, askedMs);
       return value;
     },
     (error) => {
-      breaker[settle](permit, errorCode(error));
+      const code = errorCode(error);
+      breaker[settle](permit, code, askedMs);
       if (hasFallback) return applyFallback(fallback, error);
       throw error;
     },
@@ -169,7 +174,7 @@ function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallbac
     let done = false;
     // The deadline entry, when there is a timeout (see deadlines.js).
     let entry;
-    const finish = (code) => {
+    const finish = (code, after) => {
       done = true;
       if (entry !== undefined) {
         // The entry may wait in the deadline queue a while longer: it must not keep the
@@ -179,13 +184,13 @@ function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallbac
         deadlineSettled();
       }
       if (signal !== undefined) stopListening(signal, onAbort);
-      breaker[settle](permit, code);
+      breaker[settle](permit, code, after);
     };
     const fail = (error) => failWith(resolve, reject, error, hasFallback, fallback);
     const onAbort = () => {
       if (done) return;
       // The caller gave up: no evidence about the upstream, and no fallback either.
-      finish(CANCELLED);
+      finish(CANCELLED, 0);
       const reason = abortReason(signal);
       controller.abort(reason);
       reject(reason);
@@ -194,7 +199,7 @@ function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallbac
       try {
         signal.addEventListener('abort', onAbort, { once: true });
       } catch (error) {
-        finish(CANCELLED);
+        finish(CANCELLED, 0);
         reject(error);
         return;
       }
@@ -206,7 +211,7 @@ function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallbac
         expire() {
           if (done) return;
           const error = new DOMException(`operation timed out after ${timeoutMs} ms`, 'TimeoutError');
-          finish(TIMEOUT);
+          finish(TIMEOUT, 0);
           controller.abort(error);
           fail(error);
         },
@@ -223,12 +228,14 @@ function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallbac
       pending,
       (value) => {
         if (done) return;
-        finish(valueCode(value));
+        const code = valueCode(value);
+        finish(code, askedMs);
         resolve(value);
       },
       (error) => {
         if (done) return;
-        finish(errorCode(error));
+        const code = errorCode(error);
+        finish(code, askedMs);
         fail(error);
       },
     );

@@ -5,7 +5,7 @@
 import { rangeError, typeError } from './errors.js';
 import { configFields, onInstall } from './tables.js';
 
-/** `[option, code, kind]` of the numeric fields; the list fields; every known option. */
+/** `[option, code, kind]` of the numeric and flag fields; the list fields; every known option. */
 let numeric = [];
 let lists = [];
 let known = new Set();
@@ -184,7 +184,14 @@ export function readConfig(options) {
   const values = new Float64Array(numeric.length + lists.length).fill(NaN);
   for (const [option, code, kind] of numeric) {
     const value = own(options, option);
-    if (given(value)) values[code] = checkNumber(option, value, kind);
+    if (!given(value)) continue;
+    if (kind === 'flag') {
+      // A switch (`shadow`): a boolean, passed to the core as 0 or 1.
+      if (typeof value !== 'boolean') throw typeError(option, `${option} must be a boolean`, value);
+      values[code] = value ? 1 : 0;
+    } else {
+      values[code] = checkNumber(option, value, kind);
+    }
   }
   let statuses;
   let grpcCodes;

@@ -16,7 +16,7 @@ export const optionExamples = [
 /** Outcomes for `record`, `classifyResult` and `classifyError`. */
 export const outcomeExamples = [];
 
-/** Sequences of the two-step API, with K (see `opArb` in fuzz.test.js). */
+/** Sequences of the two-step API, with K and shadow mode (see `opArb` in fuzz.test.js). */
 export const permitExamples = [
   // Not a package defect: the harness read a probe's epoch at a later instant than the
   // one it was admitted at (a probe timeout fell between), so it expected the probe's own
@@ -24,7 +24,7 @@ export const permitExamples = [
   // timed out is stale.
   [[{ op: 'acquire' }, { op: 'clock', by: 0 }, { op: 'record', pick: 0, outcome: 'timeout' }, { op: 'acquire' },
     { op: 'record', pick: 0, outcome: 'timeout' }, { op: 'record', pick: 0, outcome: 'timeout' },
-    { op: 'clock', by: 1000 }, { op: 'clock', by: 500 }, { op: 'record', pick: 0, outcome: 200 }], 1],
+    { op: 'clock', by: 1000 }, { op: 'clock', by: 500 }, { op: 'record', pick: 0, outcome: 200 }], 1, false],
 ];
 
 /** Whole `execute` scenarios (see `scenarioArb` in fuzz.test.js). */

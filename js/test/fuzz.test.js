@@ -40,7 +40,7 @@ const OPTION_NAMES = [
   'failureThreshold', 'minCalls', 'failureRate', 'slowCallRate', 'slowCallDurationMs', 'windowMs', 'buckets',
   'windowCalls', 'cooldownMs', 'backoffFactor', 'maxCooldownMs', 'jitterPercent', 'jitterSeed', 'maxInFlight',
   'halfOpenMaxProbes', 'halfOpenRequiredSuccesses', 'halfOpenSuccessRate', 'probeTimeoutMs', 'faultStatuses',
-  'faultGrpcCodes', 'timeoutMs', 'clock',
+  'faultGrpcCodes', 'timeoutMs', 'clock', 'shadow',
 ];
 
 /** A clock for the options: valid, odd, or hostile. */
@@ -54,7 +54,7 @@ const clockArb = fc.oneof(
 );
 
 const optionValue = (name) => (name === 'clock' ? clockArb : fc.oneof(
-  edgeNumber, fc.integer(), fc.double(), anyValue,
+  edgeNumber, fc.integer(), fc.double(), anyValue, fc.boolean(),
   fc.array(fc.oneof(fc.integer({ min: -5, max: 700 }), edgeNumber, anyValue), { maxLength: 5 }),
 ));
 
@@ -138,13 +138,13 @@ const opArb = fc.oneof(
 );
 
 describe('property: the permit table', () => {
-  test('numbers out are unique, a first record of a permit out counts, a second is stale', () => {
-    fc.assert(fc.property(fc.array(opArb, { maxLength: 120 }), fc.integer({ min: 1, max: 4 }), (ops, probes) => {
+  test('numbers out are unique, a first record of a permit out counts, a second is stale (in shadow mode too)', () => {
+    fc.assert(fc.property(fc.array(opArb, { maxLength: 120 }), fc.integer({ min: 1, max: 4 }), fc.boolean(), (ops, probes, shadow) => {
       let now = 0;
       let reading = 0;
       const clock = () => reading;
       const breaker = new CircuitBreaker({ clock, cooldownMs: 1_000, probeTimeoutMs: 500, halfOpenMaxProbes: probes,
-        failureThreshold: 3, minCalls: 3 });
+        failureThreshold: 3, minCalls: 3, shadow });
       let epoch = 0;
       const out = new Map(); // permit -> epoch it was issued in
       const spent = [];
@@ -159,7 +159,10 @@ describe('property: the permit table', () => {
             const permit = breaker.acquire();
             if (permit >= 0) {
               assert.ok(!out.has(permit), `permit ${permit} handed out while still out`);
+              assert.ok(shadow || !CircuitBreaker.isShadow(permit), `shadow permit ${permit} with shadow mode off`);
               out.set(permit, currentEpoch());
+            } else {
+              assert.ok(!shadow, `shadow mode turned a call away (${permit})`);
             }
             break;
           }
@@ -194,6 +197,8 @@ describe('property: the permit table', () => {
             if (permit >= 0) {
               assert.ok(!out.has(permit), `permit ${permit} handed out while still out`);
               out.set(permit, currentEpoch());
+            } else {
+              assert.ok(!shadow, `shadow mode turned a call away (${permit})`);
             }
             break;
           }

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { configFields } from '../src/node.js';
 import { jsMessage, loadVectors, optionOfField, optionsOf } from './helpers.js';
-import { runVector } from './vectors-runner.js';
+import { byReasonKeys, runVector } from './vectors-runner.js';
 
 const BINDINGS = new URL('./.jco/tripgate.js', import.meta.url);
 const MS = 1_000_000n;
@@ -37,6 +37,25 @@ function witOutcome(text) {
 const ns = (ms, reading) => reading ?? BigInt(ms) * MS;
 const triples = (list) => list.map((t) => [t.from, t.to, t.reason]);
 const wholeMs = (nanos) => Number(nanos / MS);
+/** A WIT `by-reason` record (camel-case keys, bigint counts) by the core's reason names. */
+const byReason = (counts) => Object.fromEntries(Object.entries(counts).map(
+  ([key, count]) => [key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), Number(count)]));
+
+/** The WIT metrics record by the vectors' metric keys. */
+function vectorMetrics(m) {
+  return {
+    state: m.state, epoch: Number(m.epoch), calls: m.window.calls, faults: m.window.faults,
+    slow: m.window.slow, 'in-flight': m.inFlight, hung: m.hung, 'probes-out': m.probesOut,
+    'admitted-total': Number(m.admittedTotal), 'rejected-open': Number(m.rejectedOpen),
+    'rejected-probing': Number(m.rejectedProbing), 'rejected-isolated': Number(m.rejectedIsolated),
+    'rejected-saturated': Number(m.rejectedSaturated),
+    'rejected-probing-elsewhere': Number(m.rejectedProbingElsewhere),
+    ...byReasonKeys('shadow-rejected', byReason(m.shadowRejected)), 'successes-total': Number(m.successesTotal),
+    'faults-total': Number(m.faultsTotal), 'stale-total': Number(m.staleTotal),
+    'transitions-total': Number(m.transitionsTotal), 'time-in-state-ms': wholeMs(m.timeInState),
+    'cooldown-remaining-ms': wholeMs(m.cooldownRemaining),
+  };
+}
 
 function componentSubject(circuitBreaker) {
   return {
@@ -50,30 +69,22 @@ function componentSubject(circuitBreaker) {
           const { decision, transitions } = breaker.acquire(ns(now, reading));
           if (decision.tag === 'ok') {
             held.push(decision.val);
-            return { admitted: true, permit: decision.val, probe: decision.val.isProbe(), transitions: triples(transitions) };
+            const permit = decision.val;
+            return {
+              admitted: true, permit, probe: permit.isProbe(), shadow: permit.isShadow(), transitions: triples(transitions),
+            };
           }
           const r = decision.val;
           return { admitted: false, reason: r.reason, retryAfterMs: wholeMs(r.retryAfter), transitions: triples(transitions) };
         },
-        record(permit, outcome, now, reading) {
-          const r = breaker.recordOutcome(permit, witOutcome(outcome), ns(now, reading));
+        record(permit, outcome, now, reading, retryAfterMs) {
+          const r = retryAfterMs === undefined
+            ? breaker.recordOutcome(permit, witOutcome(outcome), ns(now, reading))
+            : breaker.recordOutcomeAfter(permit, witOutcome(outcome), ns(retryAfterMs), ns(now, reading));
           return { class: r.class, slow: r.slow, stale: r.stale, transitions: triples(r.transitions) };
         },
         state: (now, reading) => breaker.state(ns(now, reading)),
-        metrics(now, reading) {
-          const m = breaker.metrics(ns(now, reading));
-          return {
-            state: m.state, epoch: Number(m.epoch), calls: m.window.calls, faults: m.window.faults,
-            slow: m.window.slow, 'in-flight': m.inFlight, hung: m.hung, 'probes-out': m.probesOut,
-            'admitted-total': Number(m.admittedTotal), 'rejected-open': Number(m.rejectedOpen),
-            'rejected-probing': Number(m.rejectedProbing), 'rejected-isolated': Number(m.rejectedIsolated),
-            'rejected-saturated': Number(m.rejectedSaturated),
-            'rejected-probing-elsewhere': Number(m.rejectedProbingElsewhere), 'successes-total': Number(m.successesTotal),
-            'faults-total': Number(m.faultsTotal), 'stale-total': Number(m.staleTotal),
-            'transitions-total': Number(m.transitionsTotal), 'time-in-state-ms': wholeMs(m.timeInState),
-            'cooldown-remaining-ms': wholeMs(m.cooldownRemaining),
-          };
-        },
+        metrics: (now, reading) => vectorMetrics(breaker.metrics(ns(now, reading))),
         manual: (op, now, reading) => triples(breaker[op](ns(now, reading))),
         export: (now, reading) => breaker.exportState(ns(now, reading)),
         import(bytes, elapsedMs, now, reading) {
@@ -147,7 +158,7 @@ if (existsSync(BINDINGS)) {
       assert.equal(admission.tag, 'admitted', `admitted at ${now}`);
       assert.equal(typeof admission.val.ticket, 'bigint');
       assert.equal(admission.val.epoch, firstEpoch);
-      assert.deepEqual(admission.val.notes, { probe: false, transitioned: false });
+      assert.deepEqual(admission.val.notes, { probe: false, transitioned: false, shadow: false });
       recorded = circuitBreaker.recordKeyed(key, admission.val.ticket, fault, now);
       assert.equal(recorded.class, 'fault', 'a 503 is a fault');
       assert.equal(recorded.notes.stale, false);
@@ -168,7 +179,7 @@ if (existsSync(BINDINGS)) {
     // Past the cooldown, a probe; an invalid status is refused and leaves it out.
     const probe = circuitBreaker.acquireKeyed(key, 1003n * MS);
     assert.equal(probe.tag, 'admitted');
-    assert.deepEqual(probe.val.notes, { probe: true, transitioned: true }, 'open to half-open on this call');
+    assert.deepEqual(probe.val.notes, { probe: true, transitioned: true, shadow: false }, 'open to half-open on this call');
     assert.equal(probe.val.epoch, breaker.metrics(1003n * MS).epoch, 'admitted in the half-open epoch');
     assert.ok(probe.val.epoch > firstEpoch, 'two transitions since the first admission');
     const { ticket } = probe.val;
@@ -180,6 +191,27 @@ if (existsSync(BINDINGS)) {
     assert.deepEqual([judged.class, judged.notes.stale], ['success', false]);
     const again = circuitBreaker.recordKeyed(key, ticket, { tag: 'success' }, 1003n * MS);
     assert.equal(again.notes.stale, true, 'a ticket recorded twice is stale');
+  });
+
+  // Shadow mode and a stay-away on the keyed hot path: a would-be rejection is admitted
+  // with the `shadow` note, and record-keyed-after holds the breaker open as asked.
+  test('component under jco: the keyed hot path notes shadow permits and records a stay-away', () => {
+    const config = { failureThreshold: 2, minCalls: 2, cooldown: 1000n * MS, maxCooldown: 60_000n * MS };
+    const breaker = circuitBreaker.Breaker.create({ ...config, shadow: true }, 0n);
+    const key = breaker.key();
+    for (const now of [1n * MS, 2n * MS]) {
+      const { ticket, notes } = circuitBreaker.acquireKeyed(key, now).val;
+      assert.equal(notes.shadow, false, 'closed: admitted by the breaker itself');
+      circuitBreaker.recordKeyedAfter(key, ticket, { tag: 'status', val: 503 }, 30_000n * MS, now);
+    }
+    assert.equal(breaker.state(3n * MS), 'open');
+    const shadow = circuitBreaker.acquireKeyed(key, 3n * MS);
+    assert.equal(shadow.tag, 'admitted', 'shadow mode admits every call');
+    assert.deepEqual(shadow.val.notes, { probe: false, transitioned: false, shadow: true });
+    assert.equal(circuitBreaker.recordKeyed(key, shadow.val.ticket, { tag: 'status', val: 503 }, 3n * MS).notes.stale, false);
+    assert.equal(breaker.metrics(3n * MS).shadowRejected.open, 1n);
+    assert.equal(breaker.state(30_001n * MS), 'open', 'the 30 s asked for, past the 1 s cooldown');
+    assert.equal(breaker.state(30_002n * MS), 'half-open');
   });
 
   // restore (create, import-state and key in one call), as a per-request instance uses it.

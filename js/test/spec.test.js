@@ -175,7 +175,10 @@ describe('outcomes in their JS forms', () => {
     const { breaker } = make();
     assert.throws(() => breaker.record(Rejected.OPEN, 'success'), /rejection code/);
     assert.throws(() => breaker.record('1', 'success'), TypeError);
-    assert.throws(() => breaker.record(0.5, 'success'), TypeError);
+    // A whole number and a half is a shadow permit's form (shadow.test.js): other
+    // fractions are no permit.
+    assert.throws(() => breaker.record(0.25, 'success'), TypeError);
+    assert.throws(() => breaker.record(7.75, 'success'), TypeError);
     assert.throws(() => breaker.record(2 ** 30, 'success'), TypeError);
   });
 });
@@ -247,6 +250,7 @@ describe('observability', () => {
     assert.deepEqual(m, {
       state: 'open', epoch: 1, calls: 5, faults: 5, slow: 0, inFlight: 0, hung: 0, probesOut: 0,
       admittedTotal: 6, rejectedTotal: { open: 2, probing: 0, isolated: 0, saturated: 0, 'probing-elsewhere': 0 },
+      shadowRejectedTotal: { open: 0, probing: 0, isolated: 0, saturated: 0, 'probing-elsewhere': 0 },
       successesTotal: 0, faultsTotal: 5, staleTotal: 0, transitionsTotal: 1, timeInStateMs: 1_000,
       cooldownRemainingMs: 14_000, clockErrorsTotal: 0, listenerErrorsTotal: 0,
       lastTransition: { from: 'closed', to: 'open', reason: 'failure-threshold', atMs: 0, epoch: 1 },

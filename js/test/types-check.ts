@@ -1,7 +1,7 @@
 // Compiled with `tsc --noEmit -p test` by scripts/test.sh: the declarations describe the
 // API as the tests use it. Not run.
 import {
-  CircuitBreaker, CircuitOpenError, Rejected, classifyError, configFields, initSync,
+  CircuitBreaker, CircuitOpenError, Rejected, classifyError, configFields, initSync, retryAfter,
   type ClockError, type FleetAnnouncement, type FleetApplied, type FleetStatus, type ListenerError, type Metrics, type Outcome, type Permit, type Reconfigured, type State, type Transition,
 } from 'tripgate';
 
@@ -36,6 +36,24 @@ const entered: State[] = reconfigured.transitions.map((t) => t.to);
 void reconfigured.windowKept; void entered;
 // @ts-expect-error: reconfigure takes the constructor's options
 breaker.reconfigure({ threshold: 4 });
+
+// Shadow mode and the upstream's stay-away.
+const shadowed = new CircuitBreaker({ shadow: true });
+shadowed.reconfigure({ shadow: false });
+// @ts-expect-error: shadow is a boolean
+void new CircuitBreaker({ shadow: 1 });
+const shadowPermit: Permit = shadowed.acquire();
+const isShadow: boolean = CircuitBreaker.isShadow(shadowPermit);
+const wouldHaveRejected: number = shadowed.metrics().shadowRejectedTotal.open;
+void isShadow; void wouldHaveRejected;
+shadowed.record(shadowPermit, 503, { retryAfterMs: 60_000 });
+shadowed.record(shadowed.acquire(), new Response(null, { status: 429, headers: { 'retry-after': '30' } }));
+const askedMs: number | null = retryAfter.http('120') ?? retryAfter.grpcPushback('250');
+const asked: number = retryAfter.of({ status: 503, headers: { 'retry-after': '60' } }, Date.now());
+const applies: boolean = retryAfter.applies(503);
+void askedMs; void asked; void applies;
+// @ts-expect-error: retryAfterMs is a number
+shadowed.record(shadowed.acquire(), 503, { retryAfterMs: '60' });
 
 const member = new CircuitBreaker({ fleetQuorum: 2 });
 const applied: FleetApplied = member.fleetApply({ generation: 3n, kind: 'open', remainingMs: 1_000 });

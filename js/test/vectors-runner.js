@@ -6,8 +6,10 @@ import { FakeClock, jsMessage, optionOfField } from './helpers.js';
 
 /**
  * A subject: { create(options, nowMs) -> instance | throws, and per instance:
- *   acquire(now, reading) -> { admitted, permit, probe, reason, retryAfterMs, transitions }
- *   record(permit, outcome, now, reading) -> { class, slow, stale, transitions } | throws
+ *   acquire(now, reading) -> { admitted, permit, probe, shadow, reason, retryAfterMs, transitions }
+ *   record(permit, outcome, now, reading, retryAfterMs) -> { class, slow, stale, transitions } | throws
+ *   (`retryAfterMs`: the step's `retry-after-ms`, the stay-away its answer asked for, or
+ *   undefined),
  *   state(now, reading), metrics(now, reading) -> vector-keyed object,
  *   manual(op, now, reading) -> transitions, export(now, reading) -> Uint8Array,
  *   import(bytes, elapsedMs, now, reading) (throws on refusal),
@@ -49,6 +51,8 @@ class Run {
     /** `{ optionOfField, jsMessage }`, for checkConfigError. */
     this.names = names;
     this.breaker = subject.create(options, 0);
+    /** Whether the config in force has shadow mode on. */
+    this.shadow = shadowOn(options);
     this.permits = new Map();
     this.snapshots = new Map();
   }
@@ -131,6 +135,12 @@ class Run {
         if (count === 1) {
           if ('admitted' in expect) assert.equal(true, expect.admitted, `${where}: admitted`);
           if ('probe' in expect) assert.equal(d.probe, expect.probe, `${where}: probe`);
+          if ('shadow' in expect) assert.equal(d.shadow, expect.shadow, `${where}: shadow`);
+        }
+        // Only a breaker in shadow mode admits with a shadow permit, and never a probe.
+        if (d.shadow) {
+          assert.equal(this.shadow, true, `${where}: a shadow permit from a breaker not in shadow mode`);
+          assert.equal(d.probe, false, `${where}: a shadow permit is no probe`);
         }
         if (step.permit !== undefined) {
           this.permits.set(count === 1 ? step.permit : `${step.permit}.${admitted}`, d.permit);
@@ -158,7 +168,7 @@ class Run {
     this.permits.delete(step.permit);
     let report;
     try {
-      report = this.breaker.record(permit, step.outcome, at, reading);
+      report = this.breaker.record(permit, step.outcome, at, reading, step['retry-after-ms']);
     } catch (error) {
       assert.ok(expect.error, `${where}: record failed unexpectedly: ${error.message}`);
       assert.ok(error.message, `${where}: record error has no message`);
@@ -182,7 +192,9 @@ class Run {
     else if (step.damage !== undefined) assert.fail(`${where}: unknown damage ${step.damage}`);
     if (step.fresh) {
       // The importer's own configuration, when the step gives one.
-      this.breaker = this.subject.create(step.config ? this.optionsOf(step.config) : this.options, at);
+      const options = step.config ? this.optionsOf(step.config) : this.options;
+      this.breaker = this.subject.create(options, at);
+      this.shadow = shadowOn(options);
       this.permits.clear();
     }
     let error = null;
@@ -218,8 +230,25 @@ class Run {
     assert.ok(!want, `${where}: config was accepted; expected an error`);
     if ('window-kept' in expect) assert.equal(result.windowKept, expect['window-kept'], `${where}: window-kept`);
     this.options = options;
+    this.shadow = shadowOn(options);
     assert.deepEqual(result.transitions, wantTransitions, `${where}: transitions`);
   }
+}
+
+/** Whether options (as `optionsOf` makes them) turn shadow mode on. */
+function shadowOn(options) {
+  return options[optionOfField('shadow')] === true;
+}
+
+/**
+ * The reject reasons' metric keys of the vectors (`rejected-open`, ...,
+ * `shadow-rejected-probing-elsewhere`) from a per-reason object of counts, as the package's
+ * metrics give them (`rejectedTotal`, `shadowRejectedTotal`).
+ */
+export function byReasonKeys(prefix, counts) {
+  const keys = {};
+  for (const [reason, count] of Object.entries(counts)) keys[`${prefix}-${reason}`] = count;
+  return keys;
 }
 
 /** Each field `want` names against `got`'s, named `${what}.${field}` in a failure. */
@@ -268,7 +297,8 @@ class PackageBreaker {
     const permit = this.breaker.acquire();
     const transitions = this.transitions;
     if (permit >= 0) {
-      return { admitted: true, permit, probe: this.CircuitBreaker.isProbe(permit), transitions };
+      const probe = this.CircuitBreaker.isProbe(permit);
+      return { admitted: true, permit, probe, shadow: this.CircuitBreaker.isShadow(permit), transitions };
     }
     const rejection = this.breaker.lastRejection;
     // Vectors compare whole milliseconds (jittered cooldowns are not whole), as the
@@ -276,9 +306,11 @@ class PackageBreaker {
     return { admitted: false, reason: rejection.reason, retryAfterMs: Math.floor(rejection.retryAfterMs), transitions };
   }
 
-  record(permit, outcome, now, reading) {
+  record(permit, outcome, now, reading, retryAfterMs) {
     this.at(now, reading);
-    const cls = this.breaker.record(permit, outcome);
+    const cls = retryAfterMs === undefined
+      ? this.breaker.record(permit, outcome)
+      : this.breaker.record(permit, outcome, { retryAfterMs });
     const report = this.breaker.lastRecord;
     assert.equal(cls, report.class);
     return { ...report, transitions: this.transitions };
@@ -302,11 +334,8 @@ class PackageBreaker {
       hung: m.hung,
       'probes-out': m.probesOut,
       'admitted-total': m.admittedTotal,
-      'rejected-open': m.rejectedTotal.open,
-      'rejected-probing': m.rejectedTotal.probing,
-      'rejected-isolated': m.rejectedTotal.isolated,
-      'rejected-saturated': m.rejectedTotal.saturated,
-      'rejected-probing-elsewhere': m.rejectedTotal['probing-elsewhere'],
+      ...byReasonKeys('rejected', m.rejectedTotal),
+      ...byReasonKeys('shadow-rejected', m.shadowRejectedTotal),
       'successes-total': m.successesTotal,
       'faults-total': m.faultsTotal,
       'stale-total': m.staleTotal,

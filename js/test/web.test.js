@@ -3,12 +3,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { CircuitBreaker, initSync, Rejected } from '../src/web.js';
+import { CircuitBreaker, initSync, Rejected, retryAfter } from '../src/web.js';
 import { FakeClock, jsMessage, loadVectors, optionOfField, optionsOf } from './helpers.js';
 import { packageSubject, runVector } from './vectors-runner.js';
 
 test('the constructor explains that initSync() comes first', () => {
   assert.throws(() => new CircuitBreaker(), /initSync\(\) or init\(\) first/);
+  assert.throws(() => retryAfter.http('120'), /initSync\(\) or init\(\) first/);
 });
 
 test('initSync({ module }) with a compiled WebAssembly.Module, then the breaker works', () => {

@@ -15,8 +15,8 @@ use tripgate_core::{
 };
 use wasm_bindgen::prelude::*;
 
-use crate::time::{ms, reading};
-use crate::{config, outcome, BAD_OUTCOME, NEED_CLOCK, NOT_A_PERMIT, TRANSITIONED};
+use crate::time::{duration, ms, reading};
+use crate::{config, outcome, BAD_OUTCOME, NEED_CLOCK, NOT_A_PERMIT, SHADOWED, TRANSITIONED};
 use tripgate_core::{PermitTable, HANDLE_LIMIT};
 
 /// Numbers per transition in [`Breaker::transitions`]: from, to, reason, at (ms), epoch.
@@ -24,8 +24,9 @@ pub const TRANSITION_WIDTH: usize = 5;
 /// Numbers in [`Breaker::metrics`] before the rejected totals: the scalar fields, then
 /// the last transition (present 0/1, then [`TRANSITION_WIDTH`] numbers).
 pub const METRICS_FIXED: usize = MetricField::ALL.len() + 1 + TRANSITION_WIDTH;
-/// Numbers [`Breaker::metrics`] writes.
-pub const METRICS_LEN: usize = METRICS_FIXED + RejectReason::ALL.len();
+/// Numbers [`Breaker::metrics`] writes: the fixed ones, the rejected totals, then the
+/// shadow rejections, each by reject-reason code.
+pub const METRICS_LEN: usize = METRICS_FIXED + 2 * RejectReason::ALL.len();
 
 /// Breakers created so far, to start each permit counter elsewhere.
 static BREAKERS: AtomicU32 = AtomicU32::new(0);
@@ -43,6 +44,8 @@ pub struct Breaker {
     retry_after: Nanos,
     rejected_state: State,
     rejected_reason: Option<RejectReason>,
+    /// The last shadow permit's code, as [`Self::acquire`] returns a permit's.
+    shadow_permit: i32,
 }
 
 #[wasm_bindgen]
@@ -70,6 +73,7 @@ impl Breaker {
             retry_after: 0,
             rejected_state: State::Closed,
             rejected_reason: None,
+            shadow_permit: 0,
         })
     }
 
@@ -136,13 +140,22 @@ impl Breaker {
         let rejection = match decision {
             Ok(permit) => {
                 let core = &self.core;
+                let shadow = permit.is_shadow();
+                let mut epoch = None;
                 let stored = self.permits.insert(
                     permit,
-                    |p| core.holds(p, now),
+                    |p| keeps(core, p, now, &mut epoch),
                     || (core.metrics(now).epoch, now),
                 );
                 match stored {
-                    Ok(handle) => return handle as i32 + if moved { TRANSITIONED } else { 0 },
+                    Ok(handle) => {
+                        let code = handle as i32 + if moved { TRANSITIONED } else { 0 };
+                        if shadow {
+                            self.shadow_permit = code;
+                            return SHADOWED;
+                        }
+                        return code;
+                    }
                     Err(permit) => {
                         // 2²⁰ permits out: hand this one straight back, uncounted.
                         let released = self.core.record(permit, Outcome::Ignored, now);
@@ -175,6 +188,12 @@ impl Breaker {
         -1 - i32::from(reason.code()) - if moved { TRANSITIONED } else { 0 }
     }
 
+    /// The permit of the last call that [`SHADOWED`] reported, as [`Self::acquire`] returns
+    /// a permit (with [`TRANSITIONED`] added when that call caused transitions).
+    pub fn shadow_permit(&self) -> i32 {
+        self.shadow_permit
+    }
+
     /// The last rejection's retry-after, in milliseconds.
     pub fn retry_after_ms(&self) -> f64 {
         ms(self.retry_after)
@@ -193,27 +212,46 @@ impl Breaker {
     /// Records a permit's outcome (see the crate docs for the codes). A handle that names
     /// no permit out (recorded already, dropped, never issued) is recorded as stale.
     pub fn record(&mut self, permit: f64, outcome_code: f64, now_ms: f64) -> i32 {
-        if !(permit >= 0.0 && permit < f64::from(HANDLE_LIMIT) && permit.fract() == 0.0) {
+        self.record_asked(permit, outcome_code, 0, now_ms)
+    }
+
+    /// [`Self::record`] for an answer that asked its callers to stay away for
+    /// `retry_after_ms` (SPEC § Retry-After; read it with [`crate::retry_after`]): when
+    /// this outcome trips the breaker, or fails its probe round, the opening lasts at least
+    /// that long, as far as the config lets an opening last (the core's
+    /// `record_with_retry_after`). 0, negative or NaN asks nothing.
+    pub fn record_after(
+        &mut self,
+        permit: f64,
+        outcome_code: f64,
+        retry_after_ms: f64,
+        now_ms: f64,
+    ) -> i32 {
+        self.record_asked(permit, outcome_code, duration(retry_after_ms), now_ms)
+    }
+
+    /// Both `record`s: `asked` is the stay-away in ns (0: none).
+    #[inline(always)]
+    fn record_asked(&mut self, permit: f64, outcome_code: f64, asked: Nanos, now_ms: f64) -> i32 {
+        let Some(handle) = handle(permit) else {
             return NOT_A_PERMIT;
-        }
+        };
         let Some(outcome) = outcome::outcome(outcome_code) else {
             return BAD_OUTCOME;
         };
         let now = self.now(now_ms);
         let mut caused = None;
-        // Exact: a whole number below 2³⁰.
-        let verdict = match self.permits.take(permit as u32) {
-            Some(permit) => self.core.record_into(permit, outcome, now, &mut caused),
+        let verdict = match self.permits.take(handle) {
+            Some(permit) if asked == 0 => self.core.record_into(permit, outcome, now, &mut caused),
+            Some(permit) => {
+                let recorded = self
+                    .core
+                    .record_with_retry_after(permit, outcome, asked, now);
+                verdict(recorded, &mut caused)
+            }
             None => {
                 let recorded = self.core.record_stale(outcome, now);
-                if !recorded.transitions.is_empty() {
-                    caused = Some(recorded.transitions);
-                }
-                Verdict {
-                    class: recorded.class,
-                    slow: recorded.slow,
-                    stale: recorded.stale,
-                }
+                verdict(recorded, &mut caused)
             }
         };
         let mut code = i32::from(verdict.class.code())
@@ -257,7 +295,7 @@ impl Breaker {
     /// Fills `out` ([`METRICS_LEN`] numbers) with the metrics at `now_ms`: the scalar
     /// fields in [`MetricField`] order (a state by its code, durations in ms), the last
     /// transition (present 0/1, from, to, reason, at ms, epoch), then the rejected totals
-    /// in reject-reason code order.
+    /// and the shadow rejections (SPEC § Shadow mode), each in reject-reason code order.
     pub fn metrics(&self, now_ms: f64, out: &mut [f64]) {
         let m = self.core.metrics(self.now(now_ms));
         let last = m.last_transition;
@@ -275,7 +313,11 @@ impl Breaker {
             last.map_or(0.0, |t| t.epoch as f64),
         ];
         let rejected = RejectReason::ALL.iter().map(|&r| m.rejected(r) as f64);
-        for (o, v) in out.iter_mut().zip(fields.chain(transition).chain(rejected)) {
+        let shadow = RejectReason::ALL
+            .iter()
+            .map(|&r| m.shadow_rejected(r) as f64);
+        let values = fields.chain(transition).chain(rejected).chain(shadow);
+        for (o, v) in out.iter_mut().zip(values) {
             *o = v;
         }
     }
@@ -370,6 +412,45 @@ impl Breaker {
     }
 }
 
+/// The table handle a JS permit names: a handle, or a shadow permit's `handle + 0.5` (the
+/// half only marks it); `None` for anything else (negative, another fraction, too big).
+#[inline(always)]
+fn handle(permit: f64) -> Option<u32> {
+    if !(permit >= 0.0 && permit < f64::from(HANDLE_LIMIT)) {
+        return None;
+    }
+    let whole = permit.trunc();
+    let half = permit - whole;
+    // Exact: a whole number below 2³⁰.
+    (half == 0.0 || half == 0.5).then_some(whole as u32)
+}
+
+/// A [`tripgate_core::Recorded`] as the verdict `record_into` gives, its transitions
+/// appended to `caused`.
+fn verdict(recorded: tripgate_core::Recorded, caused: &mut Option<Transitions>) -> Verdict {
+    if !recorded.transitions.is_empty() {
+        *caused = Some(recorded.transitions);
+    }
+    Verdict {
+        class: recorded.class,
+        slow: recorded.slow,
+        stale: recorded.stale,
+    }
+}
+
+/// Whether the permit table must keep `permit` when it makes room: while the core says it
+/// holds something, and a shadow permit, which holds nothing in the core, while its epoch
+/// lasts (as a normal call's permit is kept). Dropped, its outcome would be recorded as
+/// stale and counted, where the core counts a shadow permit's outcome as nothing at all.
+/// `epoch` is the breaker's, read once per sweep.
+fn keeps(core: &Core, permit: &Permit, now: Nanos, epoch: &mut Option<u64>) -> bool {
+    if permit.is_shadow() {
+        permit.epoch() == *epoch.get_or_insert_with(|| core.metrics(now).epoch)
+    } else {
+        core.holds(permit, now)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,7 +473,7 @@ mod tests {
         let second = b.record(f64::from(p), SUCCESS, 3.0);
         assert_eq!(second & 8, 8, "second record is stale");
         assert_eq!(b.record(-1.0, SUCCESS, 3.0), NOT_A_PERMIT);
-        assert_eq!(b.record(0.5, SUCCESS, 3.0), NOT_A_PERMIT);
+        assert_eq!(b.record(0.25, SUCCESS, 3.0), NOT_A_PERMIT);
         assert_eq!(
             b.record(f64::from(HANDLE_LIMIT), SUCCESS, 3.0),
             NOT_A_PERMIT
@@ -510,6 +591,115 @@ mod tests {
             b.state(3.0),
             State::Closed.code(),
             "the faults before no longer count"
+        );
+    }
+
+    /// A breaker in shadow mode, tripped at 1 ms by five 503s.
+    fn tripped_in_shadow() -> Breaker {
+        let mut b = Breaker::new(&values(&[(Field::Shadow, 1.0)]), None, None, 0.0).unwrap();
+        for _ in 0..5 {
+            fault(&mut b, 1.0);
+        }
+        assert_eq!(b.state(1.0), State::Open.code());
+        b
+    }
+
+    fn metrics(b: &Breaker, now_ms: f64) -> [f64; METRICS_LEN] {
+        let mut m = [f64::NAN; METRICS_LEN];
+        b.metrics(now_ms, &mut m);
+        m
+    }
+
+    const STALE_TOTAL: usize = MetricField::StaleTotal as usize;
+    const CALLS: usize = MetricField::Calls as usize;
+
+    #[test]
+    fn a_shadow_permit_is_reported_apart_and_its_outcome_counts_nothing() {
+        let mut b = tripped_in_shadow();
+        assert_eq!(
+            b.acquire(2.0),
+            SHADOWED,
+            "open: admitted only by shadow mode"
+        );
+        let code = b.shadow_permit();
+        assert!((0..TRANSITIONED).contains(&code), "{code}");
+        let shadow = f64::from(code) + 0.5;
+        let before = metrics(&b, 2.0);
+        let recorded = b.record(shadow, 503.0, 3.0);
+        assert_eq!(recorded & 3, i32::from(Class::Fault.code()));
+        assert_eq!(recorded & !3, 0, "not stale, no transition");
+        let after = metrics(&b, 3.0);
+        assert_eq!(after[CALLS], before[CALLS]);
+        assert_eq!(after[STALE_TOTAL], 0.0);
+        let open = usize::from(RejectReason::Open.code());
+        let shadow_rejected = METRICS_FIXED + RejectReason::ALL.len();
+        assert_eq!(after[METRICS_FIXED + open], 0.0, "no rejection counted");
+        assert_eq!(after[shadow_rejected + open], 1.0, "one shadow rejection");
+        assert_eq!(
+            b.record(shadow, 503.0, 3.0) & 8,
+            8,
+            "a second record is stale"
+        );
+        // Past the cooldown, the probe is a real permit: a plain handle.
+        let probe = b.acquire(16_000.0);
+        assert!(
+            probe >= TRANSITIONED,
+            "open to half-open on this call: {probe}"
+        );
+        assert_eq!(
+            b.acquire(16_000.0),
+            SHADOWED,
+            "the probe slot is taken: a shadow rejection"
+        );
+        assert!(b.shadow_permit() < TRANSITIONED);
+    }
+
+    #[test]
+    fn shadow_permits_out_survive_the_table_growing() {
+        let mut b = tripped_in_shadow();
+        let out: Vec<f64> = (0..100)
+            .map(|_| {
+                assert_eq!(b.acquire(2.0), SHADOWED);
+                f64::from(b.shadow_permit()) + 0.5
+            })
+            .collect();
+        for permit in out {
+            assert_eq!(b.record(permit, 503.0, 3.0) & 8, 0, "not stale");
+        }
+        assert_eq!(metrics(&b, 3.0)[STALE_TOTAL], 0.0);
+        assert_eq!(b.outstanding(), 0);
+    }
+
+    #[test]
+    fn a_stay_away_holds_the_breaker_open_that_long() {
+        let bounded = values(&[(Field::MaxCooldown, 120_000.0)]);
+        let mut b = Breaker::new(&bounded, None, None, 0.0).unwrap();
+        for _ in 0..4 {
+            fault(&mut b, 1.0);
+        }
+        let p = b.acquire(1.0);
+        let code = b.record_after(f64::from(p), 503.0, 60_000.0, 1.0);
+        assert_eq!(code >> 4, 1, "the fifth fault trips");
+        assert_eq!(b.acquire(2.0), -1 - i32::from(RejectReason::Open.code()));
+        assert_eq!(b.retry_after_ms(), 59_999.0);
+        assert_eq!(b.state(60_000.0), State::Open.code());
+        assert_eq!(b.state(60_001.0), State::HalfOpen.code());
+        // A stay-away with an outcome that trips nothing asks nothing.
+        let mut c = Breaker::new(&bounded, None, None, 0.0).unwrap();
+        let p = c.acquire(1.0);
+        assert_eq!(c.record_after(f64::from(p), 503.0, 60_000.0, 1.0) >> 4, 0);
+        for _ in 0..4 {
+            fault(&mut c, 1.0);
+        }
+        assert_eq!(
+            c.state(16_001.0),
+            State::HalfOpen.code(),
+            "the cooldown alone"
+        );
+        assert_eq!(
+            c.record_after(-1.0, 503.0, 1.0, 1.0),
+            NOT_A_PERMIT,
+            "checked as record"
         );
     }
 

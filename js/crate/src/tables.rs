@@ -19,8 +19,8 @@ use wasm_bindgen::prelude::*;
 use crate::breaker::{METRICS_FIXED, METRICS_LEN, TRANSITION_WIDTH};
 use crate::fleet::{BAD_EVENT, FLEET_STATUS_LEN};
 use crate::time::READING_LIMIT_MS;
-use crate::{BAD_OUTCOME, GRPC_BASE, KIND_BASE, NEED_CLOCK, NOT_A_PERMIT, TRANSITIONED};
-use tripgate_core::{HANDLE_LIMIT, MAX_OUTSTANDING};
+use crate::{BAD_OUTCOME, GRPC_BASE, KIND_BASE, NEED_CLOCK, NOT_A_PERMIT, SHADOWED, TRANSITIONED};
+use tripgate_core::{retry_after, HANDLE_LIMIT, MAX_OUTSTANDING};
 
 /// Writes `"key":[...]` of quoted strings. Every name is kebab- or camel-case ASCII, so
 /// none needs escaping.
@@ -43,7 +43,9 @@ fn name(out: &mut String, name: &str) {
 /// `fleetEventKinds`, `fleetApplied`, `announcementKinds` (names, index = code),
 /// `metricFields` (`[name, kind]` in the order [`crate::breaker::Breaker::metrics`] writes
 /// them), `errorRules` (the core's error table, in order: `[name, text, outcome kind]`), `fields`
-/// (`{ name, option, kind }` by code), and the numbers of the wasm interface (`codes`,
+/// (`{ name, option, kind }` by code), `retryAfterStatuses` (the HTTP statuses whose
+/// `Retry-After` the breaker honours: the core's `retry_after::applies`), and the numbers
+/// of the wasm interface (`codes`,
 /// limits and layouts; the reading limit is [`reading_limit_ms`]), among them
 /// `maxCauses`: how deep the classifier follows an error's `cause` ([`MAX_CAUSES`], the
 /// depth every host walks).
@@ -92,9 +94,16 @@ pub fn tables() -> String {
             f.kind().name()
         );
     });
+    out.push_str("\"retryAfterStatuses\":[");
+    let statuses = (HttpStatus::MIN..=HttpStatus::MAX).filter(|&s| retry_after::applies(s));
+    for (i, status) in statuses.enumerate() {
+        let _ = write!(out, "{}{status}", if i > 0 { "," } else { "" });
+    }
+    out.push_str("],");
     let _ = write!(
         out,
         "\"codes\":{{\"transitioned\":{TRANSITIONED},\"needClock\":{NEED_CLOCK},\
+         \"shadowed\":{SHADOWED},\
          \"badOutcome\":{BAD_OUTCOME},\"notAPermit\":{NOT_A_PERMIT},\
          \"kindBase\":{KIND_BASE},\"grpcBase\":{GRPC_BASE},\"badEvent\":{BAD_EVENT}}},\
          \"handleLimit\":{HANDLE_LIMIT},\"maxOutstanding\":{MAX_OUTSTANDING},\
@@ -129,10 +138,11 @@ mod tests {
         );
         assert!(json
             .contains("{\"name\":\"cooldown\",\"option\":\"cooldownMs\",\"kind\":\"duration\"}"));
-        assert!(json.contains("\"needClock\":-1073741824,"));
+        assert!(json.contains("\"needClock\":-1073741824,\"shadowed\":-1073741823,"));
+        assert!(json.contains("\"retryAfterStatuses\":[429,503],"), "{json}");
         assert!(json.contains("\"grpcMax\":16,\"maxCauses\":8,"), "{json}");
         assert!(
-            json.ends_with("\"metricsLen\":26,\"fleetStatusLen\":6}"),
+            json.ends_with("\"metricsLen\":31,\"fleetStatusLen\":6}"),
             "{json}"
         );
         assert!(

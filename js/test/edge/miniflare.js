@@ -51,21 +51,22 @@ export async function startWorker({ upstream, persistDir, bindings = {} }) {
 }
 
 /**
- * A Miniflare running the error table's vector inside workerd: a Worker whose `fetch` runs
- * test/errors-vector.js over the vector it is posted, with the package's `classifyError`.
+ * A Miniflare running a shared vector's runner inside workerd: a Worker whose `fetch` runs
+ * `test/${file}`'s `run` export over the vector it is posted, with the package export
+ * `name` (the runner imports nothing itself).
  */
-export async function startErrorsWorker() {
+async function startVectorWorker(file, run, name) {
   const worker = `
-    import { classifyError, initSync } from 'tripgate/web';
+    import { ${name}, initSync } from 'tripgate/web';
     import wasm from 'tripgate/tripgate.wasm';
-    import { runErrorsVector } from './errors-vector.js';
+    import { ${run} } from './${file}';
     initSync({ module: wasm });
     export default {
       async fetch(request) {
-        return Response.json(runErrorsVector(await request.json(), classifyError));
+        return Response.json(${run}(await request.json(), ${name}));
       },
     };`;
-  const runner = { type: 'ESModule', path: '/worker/errors-vector.js', contents: read('test/errors-vector.js') };
+  const runner = { type: 'ESModule', path: `/worker/${file}`, contents: read(`test/${file}`) };
   const mf = new Miniflare({
     modules: modules(worker, [runner]),
     modulesRoot: '/worker',
@@ -73,4 +74,14 @@ export async function startErrorsWorker() {
   });
   await mf.ready;
   return mf;
+}
+
+/** The error table's vector inside workerd: test/errors-vector.js with `classifyError`. */
+export function startErrorsWorker() {
+  return startVectorWorker('errors-vector.js', 'runErrorsVector', 'classifyError');
+}
+
+/** The Retry-After vector inside workerd: test/retry-after-vector.js with `retryAfter`. */
+export function startRetryAfterWorker() {
+  return startVectorWorker('retry-after-vector.js', 'runRetryAfterVector', 'retryAfter');
 }

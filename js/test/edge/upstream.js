@@ -1,9 +1,12 @@
-// An upstream for the edge tests, served by node:http on 127.0.0.1: answers `status`,
-// counts the requests that reach it, and can hold answers until the test releases them.
+// An upstream for the edge tests (and test/retry-after.test.js), served by node:http on
+// 127.0.0.1: answers `status` with `headers`, counts the requests that reach it, and can
+// hold answers until the test releases them.
 import http from 'node:http';
 
 export class Upstream {
   status = 200;
+  /** Headers of every answer, besides content-type and x-upstream. */
+  headers = {};
   hits = 0;
   /** While true, requests wait in `held` until `release()`. */
   hold = false;
@@ -18,7 +21,7 @@ export class Upstream {
       this.hits++;
       this.lastHeaders = req.headers;
       const answer = () => {
-        res.writeHead(this.status, { 'content-type': 'text/plain', 'x-upstream': 'yes' });
+        res.writeHead(this.status, { 'content-type': 'text/plain', 'x-upstream': 'yes', ...this.headers });
         res.end(`upstream ${this.status}`);
       };
       if (this.hold) this.held.push(answer);

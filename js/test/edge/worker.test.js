@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { startErrorsWorker, startWorker } from './miniflare.js';
+import { startErrorsWorker, startRetryAfterWorker, startWorker } from './miniflare.js';
 import { Upstream } from './upstream.js';
 import { normalise, promtoolCheck } from '../exposition-scenario.js';
 
@@ -351,6 +351,19 @@ test('the error table vector passes on classifyError inside workerd', async () =
     assert.deepEqual(failed, []);
     assert.equal(skipped.length, 2, skipped.join('\n'));
     assert.equal(ran, JSON.parse(vector).cases.length - 2);
+  } finally {
+    await mf.dispose();
+  }
+});
+
+test('the Retry-After vector passes on retryAfter inside workerd (its own Response and Headers)', async () => {
+  const vector = readFileSync(new URL('../../../tests/vectors/retry-after/retry-after.json', import.meta.url), 'utf8');
+  const mf = await startRetryAfterWorker();
+  try {
+    const res = await mf.dispatchFetch('https://edge.example/', { method: 'POST', body: vector });
+    const { ran, failed } = await res.json();
+    assert.deepEqual(failed, []);
+    assert.equal(ran, JSON.parse(vector).cases.length);
   } finally {
     await mf.dispose();
   }
