@@ -59,6 +59,7 @@ mod convert;
 mod guest_runtime;
 mod keys;
 mod places;
+mod retries;
 use convert::{
     by_reason, case, config_error, core_config, core_outcome, rejection, snapshot_error, state,
     transition, transitions,
@@ -72,6 +73,7 @@ export!(Component);
 impl wit::Guest for Component {
     type Breaker = BreakerResource;
     type Permit = PermitResource;
+    type RetryBudget = retries::RetryBudgetResource;
 
     fn acquire_keyed(key: u32, now: u64) -> wit::KeyedAdmission {
         match KEYS.get(key) {
