@@ -229,7 +229,9 @@ impl Breaker {
     /// in a table may drop those that hold nothing; their outcome would only be stale.
     pub fn holds(&self, permit: &Permit, now: Nanos) -> bool {
         if permit.is_shadow() {
-            return false;
+            // It holds no place, but its outcome is still this epoch's: a table that
+            // dropped it would count that outcome as stale.
+            return permit.is_of_epoch(self.phase.epoch);
         }
         let now = self.clock.peek(now);
         let current = permit.is_of_epoch(self.phase.epoch)

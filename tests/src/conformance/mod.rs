@@ -28,7 +28,10 @@ pub use retries::{
     retries_wait_out_the_upstreams_retry_after, the_budget_bounds_retries_and_a_success_ends_them,
 };
 
-pub use reconfigure::a_live_breaker_takes_a_new_config_and_refuses_a_bad_one;
+pub use reconfigure::{
+    a_live_breaker_takes_a_new_config_and_refuses_a_bad_one,
+    shadow_permits_held_at_once_all_count_nothing,
+};
 
 pub use threads::{
     a_stampede_after_the_cooldown_admits_exactly_k, no_outcome_is_lost_under_contention,
@@ -235,6 +238,11 @@ macro_rules! conformance_tests {
         #[test]
         fn a_live_breaker_takes_a_new_config_and_refuses_a_bad_one() {
             $crate::conformance::a_live_breaker_takes_a_new_config_and_refuses_a_bad_one(&$host);
+        }
+
+        #[test]
+        fn shadow_permits_held_at_once_all_count_nothing() {
+            $crate::conformance::shadow_permits_held_at_once_all_count_nothing(&$host);
         }
 
         #[test]

@@ -1,6 +1,6 @@
 //! The conformance check of live reconfiguration on a host's breaker (SPEC §
 //! Reconfiguration): a permit out across the change still counts, the new rule judges the
-//! next outcome, and a refused config changes nothing.
+//! next outcome, and a refused config changes nothing; and shadow mode's permits.
 
 use std::sync::Arc;
 
@@ -60,4 +60,33 @@ where
     breaker.settle(held, Outcome::ConnectionError).unwrap();
     let m = metrics(&breaker);
     assert_eq!((m.state, m.faults_total), (State::Open, 4));
+}
+
+/// Shadow mode on a tripped breaker: every call is admitted with a shadow permit; three
+/// thousand held at once (a host that keeps permits in a table grows it and sweeps it
+/// meanwhile) all come back counting nothing, not even as stale, and each was a shadow
+/// rejection for `open`.
+pub fn shadow_permits_held_at_once_all_count_nothing<H: Host>(host: &H)
+where
+    H::Breaker: MakeBreaker,
+    <H::Breaker as MakeBreaker>::MakeError: ToString,
+{
+    let shadow = Config {
+        shadow: true,
+        ..Config::default()
+    };
+    let breaker = host.breaker(&shadow, Arc::new(FakeClock::new(0)));
+    for _ in 0..5 {
+        fault(&breaker);
+    }
+    assert_eq!(metrics(&breaker).state, State::Open);
+    let held: Vec<_> = (0..3000)
+        .map(|_| breaker.admit().unwrap().expect("shadow mode admits"))
+        .collect();
+    for permit in held {
+        breaker.settle(permit, Outcome::ConnectionError).unwrap();
+    }
+    let m = metrics(&breaker);
+    assert_eq!((m.state, m.faults_total, m.stale_total), (State::Open, 5, 0));
+    assert_eq!(m.shadow_rejected(tripgate_core::RejectReason::Open), 3000);
 }
