@@ -13,6 +13,10 @@
 //!    every class of its type's hierarchy, a built-in by its name (`ConnectionError`),
 //!    any other as `package.Class` (`requests.Timeout`).
 //!
+//! The exception that decides also says how long the upstream asked its callers to stay
+//! away (`crate::stay_away`): the headers of the response that carried the status, a gRPC
+//! error's trailing metadata.
+//!
 //! Nothing is imported from the package's Python modules; from the standard library only
 //! `errno`'s table of names.
 
@@ -25,33 +29,43 @@ use pyo3::types::{PyBool, PyDict, PyInt, PyString, PyTuple, PyType};
 use tripgate_core::{errors, ErrorName, Outcome, MAX_CAUSES};
 
 use crate::outcome::{grpc, is_interrupt, status, status_of};
+use crate::stay_away::{self, Judged};
 
-/// The outcome of `error` and its causes; `Err` only for an interrupt raised while one
-/// is read.
-pub fn of_exception(error: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+/// The outcome of `error` and its causes, with the stay-away asked for by the exception
+/// that decided it (the response it carries, a gRPC error's trailing metadata: see
+/// `crate::stay_away`); `Err` only for an interrupt raised while one is read.
+pub fn judge_exception(error: &Bound<'_, PyAny>) -> PyResult<Judged> {
     let mut link = Some(error.clone());
     for _ in 0..MAX_CAUSES {
         let Some(error) = link else { break };
-        if let Some(outcome) = one(&error)? {
-            return Ok(outcome);
+        if let Some(judged) = one(&error)? {
+            return Ok(judged);
         }
         link = cause(&error)?;
     }
-    Ok(Outcome::Failure)
+    Ok(Outcome::Failure.into())
 }
 
 /// What one exception of the chain says, if anything.
-fn one(error: &Bound<'_, PyAny>) -> PyResult<Option<Outcome>> {
+fn one(error: &Bound<'_, PyAny>) -> PyResult<Option<Judged>> {
     let py = error.py();
     let response = read(error, intern!(py, "response"))?;
     for holder in [Some(error.clone()), response].into_iter().flatten() {
         if let Some(code) = status_of(&holder)? {
-            let said = code.extract::<i64>().ok().and_then(|n| status(n).ok());
-            return Ok(Some(said.unwrap_or(Outcome::Failure)));
+            let Some(n) = code.extract::<i64>().ok() else {
+                return Ok(Some(Outcome::Failure.into()));
+            };
+            return Ok(Some(Judged {
+                outcome: status(n).unwrap_or(Outcome::Failure),
+                retry_after: stay_away::of_response(&holder, n)?,
+            }));
         }
     }
     if let Some(code) = grpc_code(error)? {
-        return Ok(Some(grpc(code).unwrap_or(Outcome::Failure)));
+        return Ok(Some(Judged {
+            outcome: grpc(code).unwrap_or(Outcome::Failure),
+            retry_after: stay_away::of_grpc_error(error)?,
+        }));
     }
     let kinds = kind_names(&error.get_type())?;
     let errno = errno_name(error)?;
@@ -59,7 +73,8 @@ fn one(error: &Bound<'_, PyAny>) -> PyResult<Option<Outcome>> {
         ErrorName::Errno => errno.as_deref() == Some(text),
         ErrorName::Kind => kinds.iter().any(|kind| kind == text),
         ErrorName::Code => false,
-    }))
+    })
+    .map(Judged::from))
 }
 
 /// The exception this one was raised from, or during.

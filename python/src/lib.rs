@@ -26,6 +26,7 @@ mod fleet;
 mod options;
 mod outcome;
 mod report;
+mod stay_away;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -81,6 +82,21 @@ fn classify_error(error: &Bound<'_, pyo3::exceptions::PyBaseException>) -> PyRes
     outcome::of_error(error.as_any()).map(outcome::name_of)
 }
 
+/// How long an answer asks its callers to stay away, in seconds, as `call` reads it
+/// (`crate::stay_away`): a response's `Retry-After` (on a 429 or a 503; an HTTP date
+/// against `time.time()`) or `grpc-retry-pushback-ms` header, the response a raised
+/// exception carries, a gRPC error's trailing `grpc-retry-pushback-ms`. `None` when it
+/// asks nothing.
+#[pyfunction]
+fn retry_after_of(value: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+    let judged = if value.is_instance_of::<pyo3::exceptions::PyBaseException>() {
+        outcome::judge_error(value)?
+    } else {
+        outcome::judge_value(value)?
+    };
+    Ok(judged.retry_after.map(clock::AnyClock::seconds))
+}
+
 // Nothing here relies on the GIL for its safety: shared state sits behind the native
 // breaker's lock, atomics or mutexes, and values handed to Python are immutable.
 #[pymodule(gil_used = false)]
@@ -101,6 +117,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(exposition_families, m)?)?;
     m.add_function(wrap_pyfunction!(classify_result, m)?)?;
     m.add_function(wrap_pyfunction!(classify_error, m)?)?;
+    m.add_function(wrap_pyfunction!(retry_after_of, m)?)?;
     m.add_function(wrap_pyfunction!(breaker::_install_coroutines, m)?)?;
     m.add_class::<fleet::FleetMember>()?;
     m.add_class::<fleet::FleetWaker>()?;

@@ -16,6 +16,8 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyT
 
 use tripgate_core::{Outcome, OutcomeKind};
 
+use crate::stay_away::{self, Judged};
+
 /// An outcome named in the vectors' words: `success`, `timeout`, `connection-error`,
 /// `failure`, `cancelled`, `ignored`, `status:503`, `grpc:14` (`_` for `-` too).
 pub fn parse_name(text: &str) -> PyResult<Outcome> {
@@ -93,47 +95,61 @@ pub fn status_of<'py>(value: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, P
 }
 
 /// A returned value's outcome (no custom classifier); `Err` only for an interrupt.
-#[inline(always)]
 pub fn of_value(value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+    judge_value(value).map(|judged| judged.outcome)
+}
+
+/// A returned value's outcome and stay-away (no custom classifier): a response by its
+/// status and headers (`crate::stay_away`); `Err` only for an interrupt.
+#[inline(always)]
+pub fn judge_value(value: &Bound<'_, PyAny>) -> PyResult<Judged> {
     if plain(value) {
-        return Ok(Outcome::Success);
+        return Ok(Outcome::Success.into());
     }
-    of_response(value)
+    judge_response(value)
 }
 
 #[cold]
-fn of_response(value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
-    Ok(match status_of(value)? {
+fn judge_response(value: &Bound<'_, PyAny>) -> PyResult<Judged> {
+    let Some(code) = status_of(value)? else {
+        return Ok(Outcome::Success.into());
+    };
+    let Some(n) = code.extract::<i64>().ok() else {
+        return Ok(Outcome::Failure.into());
+    };
+    Ok(Judged {
         // The upstream answered, but not in HTTP (a status outside 100–599): the Rust
         // hosts' rule (`Status`), a failure.
-        Some(code) => code
-            .extract::<i64>()
-            .ok()
-            .and_then(|n| status(n).ok())
-            .unwrap_or(Outcome::Failure),
-        None => Outcome::Success,
+        outcome: status(n).unwrap_or(Outcome::Failure),
+        retry_after: stay_away::of_response(value, n)?,
     })
 }
 
 /// A raised exception's outcome by the package's rules (`crate::classify`); `Err` only
 /// for an interrupt raised while it is classified (a `KeyboardInterrupt` from a signal).
 pub fn of_error(error: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+    judge_error(error).map(|judged| judged.outcome)
+}
+
+/// A raised exception's outcome and the stay-away the answer it carries asked for.
+pub fn judge_error(error: &Bound<'_, PyAny>) -> PyResult<Judged> {
     if is_interrupt(error) {
         // KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError: the
         // caller gave up, no evidence about the upstream.
-        return Ok(Outcome::Cancelled);
+        return Ok(Outcome::Cancelled.into());
     }
-    crate::classify::of_exception(error)
+    crate::classify::judge_exception(error)
 }
 
 /// Any outcome a caller hands `record`: a name, an HTTP status (int), an exception, a
-/// response (by its status), or `None` (success).
-pub fn of_any(value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+/// response (by its status, with the stay-away its headers ask for), or `None`
+/// (success).
+pub fn judge_any(value: &Bound<'_, PyAny>) -> PyResult<Judged> {
     if value.is_none() {
-        return Ok(Outcome::Success);
+        return Ok(Outcome::Success.into());
     }
     if let Ok(text) = value.cast::<PyString>() {
-        return parse_name(&text.to_cow()?);
+        return parse_name(&text.to_cow()?).map(Judged::from);
     }
     if value.is_instance_of::<PyBool>() {
         return Err(PyTypeError::new_err(
@@ -144,17 +160,20 @@ pub fn of_any(value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
         let n: i64 = value
             .extract()
             .map_err(|_| PyValueError::new_err("HTTP status is outside 100-599"))?;
-        return status(n);
+        return status(n).map(Judged::from);
     }
     if value.is_instance_of::<pyo3::exceptions::PyBaseException>() {
-        return of_error(value);
+        return judge_error(value);
     }
     match status_of(value)? {
         Some(code) => {
             let n: i64 = code
                 .extract()
                 .map_err(|_| PyValueError::new_err("HTTP status is outside 100-599"))?;
-            status(n)
+            Ok(Judged {
+                outcome: status(n)?,
+                retry_after: stay_away::of_response(value, n)?,
+            })
         }
         None => Err(PyTypeError::new_err(format!(
             "cannot read an outcome from a {}: pass an outcome name, an HTTP status, an \
@@ -166,6 +185,11 @@ pub fn of_any(value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
                 .unwrap_or_else(|_| "?".into())
         ))),
     }
+}
+
+/// `judge_any`'s outcome alone (what a custom classifier's answer is read as).
+pub fn of_any(value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+    judge_any(value).map(|judged| judged.outcome)
 }
 
 /// A custom classifier's answer for a value or an exception: `Ok(None)` when it returned

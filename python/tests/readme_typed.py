@@ -66,6 +66,19 @@ def heard(transition: tripgate.Transition) -> None:
     print(transition.from_state, "->", transition.to_state, transition.reason)
 
 
+# Shadow mode: every decision made and counted, every call admitted.
+shadowed = tripgate.CircuitBreaker(name="search", shadow=True, failure_threshold=1, min_calls=1, clock=clock)
+first = shadowed.acquire()
+if first:
+    first.record(503, retry_after=timedelta(seconds=30))  # the upstream asked for 30 s
+second = shadowed.acquire()
+would_reject = False
+if second:  # admitted, though the breaker is open: a shadow permit
+    would_reject = second.shadow
+    second.record(session.get("/charge"))
+shadow_counts: Dict[str, int] = shadowed.metrics()["shadow_rejected"]
+asked: Optional[float] = tripgate.retry_after_of(httpx.Response(503, headers={"Retry-After": "120"}))
+
 registry = tripgate.Registry(clock=clock, failure_threshold=3)
 search = registry.get("search", cooldown=5)
 names: List[str] = list(registry)
@@ -103,4 +116,5 @@ if __name__ == "__main__":
     assert [t.to_state for t in transitions] == ["isolated"] and search.name == "search"
     assert b"tripgate" in generate_latest(scrape) and names == ["search"]
     assert reloaded is not None and reloaded.window_kept and added is None and kept
+    assert would_reject and shadow_counts["open"] == 1 and asked == 120.0
     print("ran", metrics["successes_total"], "successes")

@@ -1,15 +1,23 @@
 """Real services on 127.0.0.1 for the classification tests: an HTTP server whose paths
-choose the answer, a port nothing listens on, and a gRPC server that fails on demand."""
+choose the answer (``/status/503?retry-after=60&pushback=250`` adds ``Retry-After`` and
+``grpc-retry-pushback-ms``), a port nothing listens on, and a gRPC server that fails on
+demand."""
 
 import http.server
 import socket
 import threading
+import urllib.parse
+
+# Query parameters of /status/N that become headers of the answer.
+_HEADERS = {"retry-after": "Retry-After", "pushback": "grpc-retry-pushback-ms"}
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        if self.path.startswith("/status/"):
-            status = int(self.path.rsplit("/", 1)[1])
+        path, _, query = self.path.partition("?")
+        headers = [(_HEADERS[k], v) for k, v in urllib.parse.parse_qsl(query) if k in _HEADERS]
+        if path.startswith("/status/"):
+            status = int(path.rsplit("/", 1)[1])
             body = b"status\n"
         elif self.path == "/stall":
             # Holds the request until the test ends (the client's timeout fires first).
@@ -19,6 +27,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             status, body = 200, b"ok\n"
         try:
             self.send_response(status)
+            for name, value in headers:
+                self.send_header(name, value)
             self.send_header("content-length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -55,14 +65,18 @@ def closed_port():
 
 def grpc_server():
     """A gRPC server with one raw-bytes method, /tripgate.Test/Fail, that aborts with the
-    status code named in the request (b"14": UNAVAILABLE). Returns (server, target)."""
+    status code named in the request (b"14": UNAVAILABLE; b"14 60000" adds the trailing
+    metadata grpc-retry-pushback-ms: 60000). Returns (server, target)."""
     import grpc
     from concurrent import futures
 
     codes = {c.value[0]: c for c in grpc.StatusCode}
 
     def fail(request, context):
-        context.abort(codes[int(request)], "as asked")
+        code, _, pushback = request.decode().partition(" ")
+        if pushback:
+            context.set_trailing_metadata((("grpc-retry-pushback-ms", pushback),))
+        context.abort(codes[int(code)], "as asked")
 
     handler = grpc.method_handlers_generic_handler(
         "tripgate.Test", {"Fail": grpc.unary_unary_rpc_method_handler(fail)}

@@ -43,6 +43,16 @@ def test_registry_get_and_rejection_reason_say_what_they_do():
         assert f"`{reason}`" in doc
 
 
+def test_shadow_mode_and_the_stay_away_say_what_they_do():
+    assert "shadow mode" in tripgate.Permit.shadow.__doc__
+    doc = tripgate.Permit.record.__doc__
+    assert "retry_after" in doc and "max_cooldown" in doc and "Retry-After" in doc
+    assert str(inspect.signature(tripgate.Permit.record)) == "(self, /, outcome=None, *, retry_after=None)"
+    doc = tripgate.retry_after_of.__doc__
+    assert "Retry-After" in doc and "grpc-retry-pushback-ms" in doc and "None" in doc
+    assert "retry_after_of" in tripgate.__all__
+
+
 def test_guard_signature_shows_what_its_defaults_mean():
     b = tripgate.CircuitBreaker()
     params = inspect.signature(b.guard).parameters

@@ -70,6 +70,28 @@ def test_random_outcomes_and_states_are_refused_cleanly():
     b.import_state(b.export_state(), 1e30)  # an absurd elapsed saturates; nothing breaks
 
 
+def test_random_stay_aways_are_refused_cleanly_or_recorded():
+    rng = random.Random(5)
+    clock = FakeClock()
+    b = CircuitBreaker(clock=clock, failure_threshold=1, min_calls=1, cooldown=1, max_cooldown=30)
+    for _ in range(3000):
+        clock.advance(rng.choice([0, 0.5, 31]))
+        p = b.acquire()
+        if not p:
+            assert 0 <= p.retry_after <= 30
+            continue
+        try:
+            p.record(rng.choice(["status:503", "success", 429]), retry_after=rng.choice(ODD_VALUES))
+        except (ValueError, TypeError) as error:
+            assert "retry_after must be" in str(error)
+            assert p.pending
+            p.cancel()
+        except BaseException as error:  # noqa: BLE001
+            assert not is_panic(error), error
+            raise
+        assert tripgate.retry_after_of(rng.choice(ODD_VALUES)) is None
+
+
 def test_a_clock_that_returns_anything_is_not_observed():
     rng = random.Random(7)
 

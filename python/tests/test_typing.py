@@ -64,6 +64,7 @@ MISTAKES = textwrap.dedent(
     total: str = breaker.call(refund, 1)  # error: assignment
     body: str = asyncio.run(fetch("/"))  # error: assignment
     tripgate.CircuitBreaker(failure_treshold=5)  # error: call-arg
+    tripgate.CircuitBreaker(shadow="on")  # error: arg-type
     breaker.reconfigure(failure_treshold=5)  # error: call-arg
     kept: str = breaker.reconfigure(cooldown=5).window_kept  # error: assignment
     breaker.guard(timeout="2s")  # error: arg-type
@@ -73,6 +74,8 @@ MISTAKES = textwrap.dedent(
         permit.record(503)  # error: attr-defined
     else:
         permit.reason  # error: attr-defined
+        permit.record(503, retry_after="60")  # error: arg-type
+        asked: float = tripgate.retry_after_of(permit)  # error: assignment
     tripgate.Registry().get(5)  # error: arg-type
     """
 )

@@ -25,6 +25,7 @@ from ._native import (
     Transition,
     classify_error,
     classify_result,
+    retry_after_of,
 )
 from .registry import Registry
 
@@ -44,6 +45,7 @@ __all__ = [
     "StateError",
     "classify_error",
     "classify_result",
+    "retry_after_of",
     "MAX_CAUSES",
     "STATES",
     "TRANSITION_REASONS",

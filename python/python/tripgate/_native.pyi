@@ -43,6 +43,7 @@ def _install_coroutines(
     run: Any, run_fallback: Any, run_timed: Any, raise_: Any, value: Any
 ) -> None: ...
 def classify_error(error: BaseException) -> str: ...
+def retry_after_of(value: object) -> Optional[float]: ...
 
 class FakeClock:
     def __init__(self, start: Optional[float] = None) -> None: ...
@@ -70,11 +71,12 @@ class Reconfigured:
 class Permit:
     admitted: bool
     probe: bool
+    shadow: bool
     pending: bool
     outcome_class: Optional[str]
     slow: Optional[bool]
     stale: Optional[bool]
-    def record(self, outcome: object = None) -> str: ...
+    def record(self, outcome: object = None, *, retry_after: Optional[Duration] = None) -> str: ...
     def record_result(self, value: object) -> str: ...
     def record_error(self, error: BaseException) -> str: ...
     def cancel(self) -> None: ...
@@ -136,6 +138,7 @@ class Breaker:
         fault_grpc_codes: Optional[Iterable[int]] = None,
         jitter_seed: Optional[int] = None,
         fleet_quorum: Optional[int] = None,
+        shadow: Optional[bool] = None,
         name: Optional[str] = None,
         clock: Union[FakeClock, Callable[[], float], None] = None,
         timeout: Optional[Duration] = None,
@@ -174,6 +177,7 @@ class Breaker:
         fault_grpc_codes: Optional[Iterable[int]] = None,
         jitter_seed: Optional[int] = None,
         fleet_quorum: Optional[int] = None,
+        shadow: Optional[bool] = None,
         name: Optional[str] = None,
         clock: Union[FakeClock, Callable[[], float], None] = None,
         timeout: Optional[Duration] = None,

@@ -195,16 +195,15 @@ impl Built {
                 }
             }
         }
+        // By reason: the rejections, and those shadow mode made and let through.
         let rejected = PyDict::new(py);
-        for reason in RejectReason::ALL {
-            let n = m
-                .rejected_total
-                .get(usize::from(reason.code()))
-                .copied()
-                .unwrap_or(0);
-            rejected.set_item(reason.name(), n)?;
+        let shadow_rejected = PyDict::new(py);
+        for &reason in RejectReason::ALL {
+            rejected.set_item(reason.name(), m.rejected(reason))?;
+            shadow_rejected.set_item(reason.name(), m.shadow_rejected(reason))?;
         }
         d.set_item("rejected", rejected)?;
+        d.set_item("shadow_rejected", shadow_rejected)?;
         let routes = PyDict::new(py);
         for (route, n) in ROUTES.iter().zip(m.transitions_by_route.iter()) {
             routes.set_item(

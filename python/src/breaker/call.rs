@@ -3,6 +3,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -17,6 +18,7 @@ use super::{Breaker, Built};
 use crate::clock::AnyClock;
 use crate::outcome;
 use crate::report;
+use crate::stay_away::Judged;
 
 /// The error for a plain call whose function returned work that has not run (`what`: a
 /// generator, a coroutine, an async generator): recording it would guard nothing.
@@ -161,7 +163,7 @@ impl Breaker {
         slf: &Bound<'py, Self>,
         permit: OwnedPermit<AnyClock>,
     ) -> PyResult<Bound<'py, Permit>> {
-        let probe = permit.is_probe();
+        let (probe, shadow) = (permit.is_probe(), permit.is_shadow());
         Bound::new(
             slf.py(),
             Permit {
@@ -169,9 +171,23 @@ impl Breaker {
                 permit: Some(permit),
                 verdict: None,
                 probe,
+                shadow,
                 entered: false,
             },
         )
+    }
+}
+
+/// Records a guarded call's outcome, with the stay-away it asked for if any.
+#[inline(always)]
+fn settle(permit: tripgate::Permit<'_, AnyClock>, judged: Judged) {
+    match judged.retry_after {
+        None => {
+            permit.record(judged.outcome);
+        }
+        Some(ns) => {
+            permit.record_with_retry_after(judged.outcome, Duration::from_nanos(ns));
+        }
     }
 }
 
@@ -250,9 +266,9 @@ impl Built {
             permit.borrow_mut().finish(py, Outcome::Cancelled);
             return Err(error);
         }
-        match self.outcome_of_error(py, &value) {
-            Ok(outcome) => {
-                permit.borrow_mut().finish(py, outcome);
+        match self.judge_error(py, &value) {
+            Ok(judged) => {
+                permit.borrow_mut().finish_judged(py, judged);
             }
             Err(interrupt) => {
                 permit.borrow_mut().finish(py, Outcome::Cancelled);
@@ -283,49 +299,48 @@ impl Built {
         self.shared.clock.refresh(py);
     }
 
-    /// A returned value's outcome by the breaker's rules (its `classify`, if given);
-    /// `Err` only for an interrupt, which the caller records as `cancelled` and raises.
+    /// A returned value's outcome by the breaker's rules (its `classify`, if given), with
+    /// the stay-away it asked for; `Err` only for an interrupt, which the caller records
+    /// as `cancelled` and raises.
     #[inline(always)]
-    pub(crate) fn outcome_of_value(
-        &self,
-        py: Python<'_>,
-        value: &Bound<'_, PyAny>,
-    ) -> PyResult<Outcome> {
+    pub(crate) fn judge_value(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Judged> {
         match &self.shared.classify {
-            None => outcome::of_value(value),
-            Some(classify) => self.classified(py, classify, value, outcome::of_value),
+            None => outcome::judge_value(value),
+            Some(classify) => self.classified(py, classify, value, outcome::judge_value),
         }
     }
 
-    /// A raised exception's outcome by the breaker's rules: an interrupt is `cancelled`
-    /// and never reaches `classify`. `Err` as for `outcome_of_value`.
-    pub(crate) fn outcome_of_error(
-        &self,
-        py: Python<'_>,
-        error: &Bound<'_, PyAny>,
-    ) -> PyResult<Outcome> {
+    /// A raised exception's outcome by the breaker's rules, with the stay-away the
+    /// answer it carries asked for: an interrupt is `cancelled` and never reaches
+    /// `classify`. `Err` as for `judge_value`.
+    pub(crate) fn judge_error(&self, py: Python<'_>, error: &Bound<'_, PyAny>) -> PyResult<Judged> {
         if outcome::is_interrupt(error) {
-            return Ok(Outcome::Cancelled);
+            return Ok(Outcome::Cancelled.into());
         }
         match &self.shared.classify {
-            None => outcome::of_error(error),
-            Some(classify) => self.classified(py, classify, error, outcome::of_error),
+            None => outcome::judge_error(error),
+            Some(classify) => self.classified(py, classify, error, outcome::judge_error),
         }
     }
 
     /// `classify`'s answer; where it returns `None` the package's rules decide, and where
     /// it fails (raises, or returns what is not an outcome) too, the failure counted
     /// (`metrics()["classify_errors"]`) and logged: a broken classifier never trips the
-    /// breaker by itself. An interrupt raised inside it goes on.
+    /// breaker by itself. An interrupt raised inside it goes on. The stay-away is read
+    /// from `value` by the rules, whoever decides the outcome: it matters only when that
+    /// outcome trips the breaker.
     fn classified<'py>(
         &self,
         py: Python<'py>,
         classify: &Py<PyAny>,
         value: &Bound<'py, PyAny>,
-        rules: impl Fn(&Bound<'py, PyAny>) -> PyResult<Outcome>,
-    ) -> PyResult<Outcome> {
+        rules: impl Fn(&Bound<'py, PyAny>) -> PyResult<Judged>,
+    ) -> PyResult<Judged> {
         match outcome::of_custom(py, classify, value) {
-            Ok(Some(outcome)) => Ok(outcome),
+            Ok(Some(outcome)) => Ok(Judged {
+                outcome,
+                retry_after: rules(value)?.retry_after,
+            }),
             Ok(None) => rules(value),
             Err(error) if outcome::is_interrupt(error.value(py)) => Err(error),
             Err(error) => {
@@ -415,14 +430,14 @@ impl Built {
                 return Err(not_run(py, f, &value, what));
             }
         }
-        let outcome = if late {
-            Ok(Outcome::Timeout)
+        let judged = if late {
+            Ok(Outcome::Timeout.into())
         } else {
-            self.outcome_of_value(py, &value)
+            self.judge_value(py, &value)
         };
-        match outcome {
-            Ok(outcome) => {
-                permit.record(outcome);
+        match judged {
+            Ok(judged) => {
+                settle(permit, judged);
                 Ok(value)
             }
             Err(interrupt) => {
@@ -446,14 +461,14 @@ impl Built {
     ) -> PyResult<Bound<'py, PyAny>> {
         let value = report::exception(py, &error);
         let interrupt = outcome::is_interrupt(&value);
-        let outcome = match (interrupt, late) {
-            (true, _) => Ok(Outcome::Cancelled),
-            (false, true) => Ok(Outcome::Timeout),
-            (false, false) => self.outcome_of_error(py, &value),
+        let judged = match (interrupt, late) {
+            (true, _) => Ok(Outcome::Cancelled.into()),
+            (false, true) => Ok(Outcome::Timeout.into()),
+            (false, false) => self.judge_error(py, &value),
         };
-        match outcome {
-            Ok(outcome) => {
-                permit.record(outcome);
+        match judged {
+            Ok(judged) => {
+                settle(permit, judged);
             }
             Err(interrupt) => {
                 permit.record(Outcome::Cancelled);

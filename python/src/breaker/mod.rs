@@ -311,15 +311,15 @@ impl Breaker {
             return Ok(false);
         }
         // Classified with no borrow held: `classify` may read the permit.
-        let outcome = if exc.is_none() {
-            Ok(Outcome::Success)
+        let judged = if exc.is_none() {
+            Ok(Outcome::Success.into())
         } else {
-            this.outcome_of_error(py, exc)
+            this.judge_error(py, exc)
         };
         let mut permit = permit.borrow_mut();
-        match outcome {
-            Ok(outcome) => {
-                permit.finish(py, outcome);
+        match judged {
+            Ok(judged) => {
+                permit.finish_judged(py, judged);
             }
             Err(interrupt) => {
                 permit.finish(py, Outcome::Cancelled);
