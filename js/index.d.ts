@@ -153,6 +153,66 @@ export interface ExecuteOptions<F> {
    * the caller aborted. `undefined` means no fallback (`null` is a fallback value).
    */
   fallback?: F | ((error: unknown) => F | PromiseLike<F>);
+  /**
+   * This breaker's retries (`breaker.retries()`): a fault is tried again as the core's
+   * policy and the budget the breaker's callers share allow (see `Retries`). `null` or
+   * absent: one attempt. Another breaker's retries (or anything else) is a `TypeError`
+   * naming `retries`.
+   */
+  retries?: Retries | null;
+}
+
+/**
+ * A retry policy (SPEC § Retries). Every option is optional (`undefined` and `null` mean
+ * "not given"); the rules are the core's, and a broken one is a `RangeError` naming the
+ * option in the core's words (`maxAttempts must be between 1 and 10 (received 0)`).
+ */
+export interface RetryOptions {
+  /** Attempts in all, the first included (1–10). Default 3. */
+  maxAttempts?: number | null;
+  /** The first retry's longest wait (> 0); each retry doubles it, up to `maxDelayMs`. Default 50. */
+  baseDelayMs?: number | null;
+  /**
+   * The longest wait between attempts (>= `baseDelayMs`); an answer that asks to be left
+   * alone longer (`Retry-After`) ends the retries. Default 2 000.
+   */
+  maxDelayMs?: number | null;
+  /** Retries may be at most this percentage (0–1000) of the calls admitted. Default 20. */
+  budgetPercent?: number | null;
+  /** Retries allowed each second whatever the budget. Default 10. */
+  minRetriesPerSecond?: number | null;
+  /** The jitter's seed (an integer from 0 to 2^64 - 1): the same seed draws the same waits. Default 0. */
+  seed?: number | null;
+}
+
+/** The policy in force: every setting, the defaults filled in. */
+export type RetryPolicy = { readonly [K in keyof RetryOptions]-?: number };
+
+/** Why retries stop: the answer was not a fault, the attempts ran out, the budget did, or the upstream asked for longer than `maxDelayMs`. */
+export type RetryStop = 'answered' | 'attempts' | 'budget' | 'stay-away';
+
+/** What to do after an attempt: wait `waitMs` (the core's draw, or the answer's longer stay-away) and try again, or stop. */
+export type RetryNext =
+  | { readonly retry: true; readonly waitMs: number }
+  | { readonly retry: false; readonly stop: RetryStop };
+
+/**
+ * A breaker's retries: its policy and the budget every caller of the breaker shares (one
+ * per breaker, from `breaker.retries()`). Pass it to `execute`; `deposit` and `next` are
+ * for a loop of your own over `acquire` and `record`. The decisions and the jittered
+ * waits are the Rust core's (full jitter from a seeded splitmix64).
+ */
+export interface Retries {
+  readonly policy: RetryPolicy;
+  /** A call's first attempt was admitted: it pays `budgetPercent` of a retry in. */
+  deposit(): void;
+  /**
+   * After attempt `attempt` (1 for the first) whose outcome `record` classified as
+   * `outcomeClass`, and which asked its callers to stay away `retryAfterMs` (0 or absent:
+   * nothing): retry after `waitMs` (a retry is taken from the budget), or stop. Its time
+   * is the breaker's clock.
+   */
+  next(attempt: number, outcomeClass: OutcomeClass, retryAfterMs?: number | null): RetryNext;
 }
 
 export interface Transition {
@@ -372,8 +432,21 @@ export declare class CircuitBreaker {
    * `Date.now()`, else `grpc-retry-pushback-ms`), which the outcome is recorded with (see
    * `RecordOptions.retryAfterMs`).
    * Rejects with `CircuitOpenError` when turned away (unless `fallback` is given).
+   * With `retries`, a fault is tried again: every attempt is admitted by the breaker (its
+   * rejection ends the retries and is the answer), waits the core's draw or the answer's
+   * longer `Retry-After`, and has its own `timeoutMs`; the caller's `signal` ends a wait
+   * or an attempt (recorded as `cancelled`). The last attempt's answer is the call's; an
+   * answer retried past is let go (a `Response` body is cancelled).
    */
   execute<T, F = never>(fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: ExecuteOptions<F>): Promise<T | F>;
+
+  /**
+   * The breaker's retries (SPEC § Retries): its policy and the budget all its callers
+   * share. The first call makes them by `options` (a bad one throws `TypeError` /
+   * `RangeError` naming the option); every later call returns the same object, and throws
+   * a `RangeError` naming the first option whose policy differs.
+   */
+  retries(options?: RetryOptions): Retries;
 
   /** The effective state now. */
   readonly state: State;

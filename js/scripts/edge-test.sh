@@ -21,7 +21,7 @@ done
 # Deno keeps its caches in DENO_DIR (under .tools/, ignored by git); no update check, no
 # lock file, no type check (tsc checks index.d.ts in test.sh), only the files it reads.
 export DENO_DIR="$JS/.tools/deno-dir" DENO_NO_UPDATE_CHECK=1 NO_COLOR=1
-echo "== $(node_modules/.bin/deno --version | head -1): test/vectors.test.js, test/errors-vector.test.js and test/retry-after-vector.test.js (the files node --test runs)"
+echo "== $(node_modules/.bin/deno --version | head -1): test/vectors.test.js, test/errors-vector.test.js, test/retry-after-vector.test.js and test/retry-vector.test.js (the files node --test runs)"
 node_modules/.bin/deno test --no-check --no-lock --node-modules-dir=manual --allow-read \
-  test/vectors.test.js test/errors-vector.test.js test/retry-after-vector.test.js || status=1
+  test/vectors.test.js test/errors-vector.test.js test/retry-after-vector.test.js test/retry-vector.test.js || status=1
 exit $status

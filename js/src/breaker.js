@@ -19,6 +19,7 @@ import { execute, rejection, settle } from './execute.js';
 import { READ } from './exposition.js';
 import { checkVotes, fleetEvent, fleetStore } from './fleet-args.js';
 import { configError, isReading, own, readConfig, readOptions, readingError } from './options.js';
+import { confirm, free, makeRetries } from './retries.js';
 import { onInstall, wasm } from './tables.js';
 
 let TRANSITIONED = 0;
@@ -104,6 +105,8 @@ export class CircuitBreaker {
   #clockErrors = 0;
   /** The fleet adapter's wake-up, or null: see `[fleetLink]`. */
   #wake = null;
+  /** The breaker's retries (`retries()`), or null before the first call. */
+  #retries = null;
 
   constructor(options) {
     if (wasm === null) {
@@ -264,8 +267,9 @@ export class CircuitBreaker {
 
   /**
    * Records an outcome code from `execute`, with the stay-away (ms, 0 for none) its answer
-   * asked for. Never throws: a breaker disposed while the call was out records nothing,
-   * and the call still settles with its own result.
+   * asked for; returns the class code the breaker gave it (for the retry loop), or -1 when
+   * nothing was recorded. Never throws: a breaker disposed while the call was out records
+   * nothing, and the call still settles with its own result.
    */
   [settle](permit, code, after) {
     let r;
@@ -274,16 +278,33 @@ export class CircuitBreaker {
         ? this.#w.record_after(permit, code, after, this.#now())
         : this.#w.record(permit, code, this.#now());
     } catch {
-      return;
+      return -1;
     }
     this.#lastRecord = r;
     if (r >= 16) this.#emitTransitions();
     else if ((permit & 1) === 1 && this.#wake !== null) this.#wake(false);
+    return r & 3;
   }
 
   /** Runs `fn(signal)` through the breaker. See index.d.ts for the classification rules. */
   execute(fn, options) {
     return execute(this, fn, options, this.#timeoutMs);
+  }
+
+  /**
+   * The breaker's retries (SPEC § Retries), for `execute(fn, { retries })`: its policy and
+   * the budget all its callers share. The first call makes them by `options` (refused,
+   * naming the option, as the constructor's are); every later call returns the same
+   * object, and refuses `options` that give another policy.
+   */
+  retries(options) {
+    if (this.#w === DISPOSED) throw disposedError();
+    if (this.#retries === null) {
+      this.#retries = makeRetries(this, () => this.#now(), options);
+    } else if (options !== undefined) {
+      this.#retries[confirm](options);
+    }
+    return this.#retries;
   }
 
   // ---- reading ------------------------------------------------------------------------
@@ -427,6 +448,7 @@ export class CircuitBreaker {
       const w = this.#w;
       this.#w = DISPOSED;
       w.free();
+      this.#retries?.[free]();
     }
   }
 

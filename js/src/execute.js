@@ -2,12 +2,15 @@
 // exactly once, and always settles the promise it returns — whatever the function, its
 // result, the caller's signal or the breaker (disposed meanwhile) do. An answer that asked
 // its callers to stay away (a fetch `Response` with `Retry-After` on a 429 or 503, or
-// `grpc-retry-pushback-ms`: classify.js reads it as `askedMs`) is recorded with it.
+// `grpc-retry-pushback-ms`: classify.js reads it as `askedMs`) is recorded with it. With
+// `retries` (the breaker's, retries.js) a fault is tried again as the core decides, each
+// attempt admitted by the breaker (SPEC § Retries).
 
 import { CANCELLED, TIMEOUT, askedMs, errorCode, valueCode } from './classify.js';
 import { addDeadline, settled as deadlineSettled } from './deadlines.js';
 import { typeError } from './errors.js';
 import { checkTimeout, own } from './options.js';
+import { FAULT, Retries, deposit, nextWait } from './retries.js';
 
 /** The breaker's side of `execute`: records an outcome code and stay-away, never throwing. */
 export const settle = Symbol('settle');
@@ -55,6 +58,7 @@ export function execute(breaker, fn, options, defaultTimeoutMs) {
   let signal;
   let hasFallback = false;
   let fallback;
+  let retries;
   let permit;
   try {
     if (typeof fn !== 'function') throw new TypeError('execute(fn): fn must be a function');
@@ -72,7 +76,12 @@ export function execute(breaker, fn, options, defaultTimeoutMs) {
       }
       fallback = own(options, 'fallback');
       hasFallback = fallback !== undefined;
+      retries = own(options, 'retries') ?? undefined;
+      if (retries !== undefined && !Retries.of(retries, breaker)) {
+        throw typeError('retries', "retries must be this breaker's retries()", retries);
+      }
     }
+    if (retries !== undefined) return retrying(breaker, fn, retries, timeoutMs, signal, hasFallback, fallback);
     permit = breaker.acquire();
   } catch (error) {
     return Promise.reject(error);
@@ -166,9 +175,11 @@ function abortReason(signal) {
 
 /**
  * A call with a timeout or the caller's signal: it settles once, by `fn`'s value or error,
- * the deadline or the caller's abort, whichever comes first.
+ * the deadline or the caller's abort, whichever comes first. `report` (the retry loop's),
+ * when given, is told the class the breaker gave the outcome, the stay-away it asked for
+ * and whether the caller aborted, before the promise settles.
  */
-function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallback) {
+function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallback, report) {
   return new Promise((resolve, reject) => {
     const controller = new AbortController();
     let done = false;
@@ -184,12 +195,17 @@ function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallbac
         deadlineSettled();
       }
       if (signal !== undefined) stopListening(signal, onAbort);
-      breaker[settle](permit, code, after);
+      const klass = breaker[settle](permit, code, after);
+      if (report !== undefined) {
+        report.klass = klass;
+        report.asked = after;
+      }
     };
     const fail = (error) => failWith(resolve, reject, error, hasFallback, fallback);
     const onAbort = () => {
       if (done) return;
       // The caller gave up: no evidence about the upstream, and no fallback either.
+      if (report !== undefined) report.aborted = true;
       finish(CANCELLED, 0);
       const reason = abortReason(signal);
       controller.abort(reason);
@@ -199,6 +215,7 @@ function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallbac
       try {
         signal.addEventListener('abort', onAbort, { once: true });
       } catch (error) {
+        if (report !== undefined) report.aborted = true;
         finish(CANCELLED, 0);
         reject(error);
         return;
@@ -239,5 +256,104 @@ function runGuarded(breaker, fn, permit, timeoutMs, signal, hasFallback, fallbac
         fail(error);
       },
     );
+  });
+}
+
+/** setTimeout's largest delay; a longer wait is made of steps of at most this. */
+const MAX_DELAY = 2 ** 31 - 1;
+
+/**
+ * `execute` with the breaker's retries (SPEC § Retries), as the Rust hosts' loop
+ * (`tripgate_host::retry`) runs them: every attempt is admitted by the breaker, and its
+ * rejection is the call's answer (nothing retries into an open breaker); a call whose
+ * first attempt was admitted pays into the budget; only an outcome the breaker classified
+ * as a fault is tried again, after the wait the core draws (or the answer's longer
+ * stay-away), while the policy and the budget allow. Each attempt runs as a guarded call
+ * (its own `timeoutMs`, the caller's `signal`); the caller's abort ends the call at once,
+ * an attempt in flight recorded as cancelled, a wait cleared. The fallback replaces the
+ * breaker's rejection or the last attempt's failure, never the caller's abort.
+ */
+async function retrying(breaker, fn, retries, timeoutMs, signal, hasFallback, fallback) {
+  const report = { klass: -1, asked: 0, aborted: false };
+  for (let attempt = 1; ; attempt++) {
+    if (signal !== undefined && signal.aborted) throw abortReason(signal);
+    const permit = breaker.acquire();
+    if (permit < 0) return failed(breaker[rejection](permit), hasFallback, fallback);
+    report.klass = -1;
+    report.asked = 0;
+    report.aborted = false;
+    let ok = true;
+    let answer;
+    try {
+      answer = await runGuarded(breaker, fn, permit, timeoutMs, signal, false, undefined, report);
+    } catch (error) {
+      ok = false;
+      answer = error;
+    }
+    if (report.aborted) throw answer;
+    if (attempt === 1) retries[deposit]();
+    const waitMs = report.klass === FAULT ? retries[nextWait](attempt, report.asked) : -1;
+    if (waitMs < 0) return ok ? answer : failed(answer, hasFallback, fallback);
+    if (ok) discard(answer);
+    await wait(waitMs, signal);
+  }
+}
+
+/** The call's failure: thrown, or replaced by the fallback. */
+function failed(error, hasFallback, fallback) {
+  if (!hasFallback) throw error;
+  return applyFallback(fallback, error);
+}
+
+/**
+ * Lets go of an answer that a retry replaces: a fetch `Response`'s body is cancelled, so
+ * that its connection is freed now rather than at garbage collection. Never throws.
+ */
+function discard(answer) {
+  try {
+    const body = typeof answer === 'object' && answer !== null ? answer.body : undefined;
+    if (typeof body === 'object' && body !== null && typeof body.getReader === 'function' &&
+      typeof body.cancel === 'function' && body.locked === false) {
+      promiseThen.call(promiseResolve.call(NativePromise, body.cancel()), undefined, () => {});
+    }
+  } catch {
+    // An answer that cannot be read has nothing to free.
+  }
+}
+
+/** Resolves after `ms` (rounded up to whole ms, by setTimeout); rejects when `signal` aborts. */
+function wait(ms, signal) {
+  return new Promise((resolve, reject) => {
+    let left = Math.ceil(ms);
+    let timer;
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortReason(signal));
+    };
+    const step = () => {
+      const now = Math.min(left, MAX_DELAY);
+      left -= now;
+      timer = setTimeout(() => {
+        if (left > 0) {
+          step();
+          return;
+        }
+        if (signal !== undefined) stopListening(signal, onAbort);
+        resolve();
+      }, now);
+    };
+    if (signal !== undefined) {
+      try {
+        if (signal.aborted) {
+          reject(abortReason(signal));
+          return;
+        }
+        signal.addEventListener('abort', onAbort, { once: true });
+      } catch (error) {
+        reject(error);
+        return;
+      }
+    }
+    step();
   });
 }

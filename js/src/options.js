@@ -45,7 +45,11 @@ const given = (value) => value !== undefined && value !== null;
 
 const TWO_64 = 2 ** 64;
 
-function checkNumber(option, value, kind) {
+/**
+ * A number option of a config field kind (`count`, `percent`, `seed`, `duration`,
+ * `factor`), checked for type and form; the core checks its rules.
+ */
+export function checkNumber(option, value, kind) {
   if (typeof value !== 'number') throw typeError(option, `${option} must be a number`, value);
   switch (kind) {
     case 'count':

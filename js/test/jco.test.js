@@ -3,10 +3,11 @@
 // decisions as the native core and the wasm-bindgen package.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { configFields } from '../src/node.js';
 import { jsMessage, loadVectors, optionOfField, optionsOf } from './helpers.js';
 import { byReasonKeys, runVector } from './vectors-runner.js';
+import { runRetryVector } from './retry-vector.js';
 
 const BINDINGS = new URL('./.jco/tripgate.js', import.meta.url);
 const MS = 1_000_000n;
@@ -57,74 +58,130 @@ function vectorMetrics(m) {
   };
 }
 
+/**
+ * The admission and outcome steps on a component breaker. Every permit is held in `held`
+ * until the vector ends: a permit the GC finalizes is dropped, and a dropped permit
+ * records `cancelled` (wit/breaker.wit).
+ */
+function hotPathSteps(breaker, held) {
+  return {
+    acquire(now, reading) {
+      const { decision, transitions } = breaker.acquire(ns(now, reading));
+      if (decision.tag === 'ok') {
+        held.push(decision.val);
+        const permit = decision.val;
+        return {
+          admitted: true, permit, probe: permit.isProbe(), shadow: permit.isShadow(), transitions: triples(transitions),
+        };
+      }
+      const r = decision.val;
+      return { admitted: false, reason: r.reason, retryAfterMs: wholeMs(r.retryAfter), transitions: triples(transitions) };
+    },
+    record(permit, outcome, now, reading, retryAfterMs) {
+      const r = retryAfterMs === undefined
+        ? breaker.recordOutcome(permit, witOutcome(outcome), ns(now, reading))
+        : breaker.recordOutcomeAfter(permit, witOutcome(outcome), ns(retryAfterMs), ns(now, reading));
+      return { class: r.class, slow: r.slow, stale: r.stale, transitions: triples(r.transitions) };
+    },
+  };
+}
+
+/** The reading, operator, export/import and reconfigure steps on a component breaker. */
+function stateSteps(breaker) {
+  return {
+    state: (now, reading) => breaker.state(ns(now, reading)),
+    metrics: (now, reading) => vectorMetrics(breaker.metrics(ns(now, reading))),
+    manual: (op, now, reading) => triples(breaker[op](ns(now, reading))),
+    export: (now, reading) => breaker.exportState(ns(now, reading)),
+    import(bytes, elapsedMs, now, reading) {
+      try {
+        breaker.importState(bytes, ns(elapsedMs), ns(now, reading));
+      } catch (error) {
+        throw new Error(error.payload?.message ?? String(error));
+      }
+    },
+    reconfigure(options, now, reading) {
+      // A refusal is thrown with the WIT config-error as `payload`, as `create`'s is.
+      const r = breaker.reconfigure(witConfig(options), ns(now, reading));
+      return { windowKept: r.windowKept, transitions: triples(r.transitions) };
+    },
+  };
+}
+
+/** The fleet steps on a component breaker. */
+function fleetSteps(breaker) {
+  return {
+    fleetApply({ generation, kind, remainingMs }, now, reading) {
+      const r = breaker.fleetApply({ generation: BigInt(generation), kind, remaining: ns(remainingMs) }, ns(now, reading));
+      return { applied: r.applied, transitions: triples(r.transitions) };
+    },
+    fleetVotes: (votes, now, reading) =>
+      breaker.fleetVotes(votes.map(([member, ageMs]) => ({ member: BigInt(member), age: ns(ageMs) })), ns(now, reading)),
+    fleetStore(reachable, leaseMs, now, reading) {
+      breaker.fleetStore(reachable, leaseMs === null ? undefined : ns(leaseMs), ns(now, reading));
+    },
+    fleetAnnouncement() {
+      const a = breaker.fleetTakeAnnouncement();
+      return a === undefined ? null : { kind: a.kind, 'remaining-ms': wholeMs(a.remaining) };
+    },
+    fleetStatus(now, reading) {
+      const s = breaker.fleetStatus(ns(now, reading));
+      return {
+        generation: Number(s.generation), degraded: s.degraded, 'lease-held': s.leaseHeld,
+        'wants-lease': s.wantsLease, 'stale-events': Number(s.staleEvents),
+      };
+    },
+  };
+}
+
+/** The shared vector runner's subject: the component under jco. */
 function componentSubject(circuitBreaker) {
   return {
     create(options, nowMs) {
       const breaker = circuitBreaker.Breaker.create(witConfig(options), ns(nowMs));
-      // Hold every permit until the vector ends: a permit the GC finalizes is dropped,
-      // and a dropped permit records `cancelled` (wit/breaker.wit).
       const held = [];
-      return {
-        acquire(now, reading) {
-          const { decision, transitions } = breaker.acquire(ns(now, reading));
-          if (decision.tag === 'ok') {
-            held.push(decision.val);
-            const permit = decision.val;
-            return {
-              admitted: true, permit, probe: permit.isProbe(), shadow: permit.isShadow(), transitions: triples(transitions),
-            };
-          }
-          const r = decision.val;
-          return { admitted: false, reason: r.reason, retryAfterMs: wholeMs(r.retryAfter), transitions: triples(transitions) };
-        },
-        record(permit, outcome, now, reading, retryAfterMs) {
-          const r = retryAfterMs === undefined
-            ? breaker.recordOutcome(permit, witOutcome(outcome), ns(now, reading))
-            : breaker.recordOutcomeAfter(permit, witOutcome(outcome), ns(retryAfterMs), ns(now, reading));
-          return { class: r.class, slow: r.slow, stale: r.stale, transitions: triples(r.transitions) };
-        },
-        state: (now, reading) => breaker.state(ns(now, reading)),
-        metrics: (now, reading) => vectorMetrics(breaker.metrics(ns(now, reading))),
-        manual: (op, now, reading) => triples(breaker[op](ns(now, reading))),
-        export: (now, reading) => breaker.exportState(ns(now, reading)),
-        import(bytes, elapsedMs, now, reading) {
-          try {
-            breaker.importState(bytes, ns(elapsedMs), ns(now, reading));
-          } catch (error) {
-            throw new Error(error.payload?.message ?? String(error));
-          }
-        },
-        reconfigure(options, now, reading) {
-          // A refusal is thrown with the WIT config-error as `payload`, as `create`'s is.
-          const r = breaker.reconfigure(witConfig(options), ns(now, reading));
-          return { windowKept: r.windowKept, transitions: triples(r.transitions) };
-        },
-        fleetApply({ generation, kind, remainingMs }, now, reading) {
-          const r = breaker.fleetApply({ generation: BigInt(generation), kind, remaining: ns(remainingMs) }, ns(now, reading));
-          return { applied: r.applied, transitions: triples(r.transitions) };
-        },
-        fleetVotes: (votes, now, reading) =>
-          breaker.fleetVotes(votes.map(([member, ageMs]) => ({ member: BigInt(member), age: ns(ageMs) })), ns(now, reading)),
-        fleetStore(reachable, leaseMs, now, reading) {
-          breaker.fleetStore(reachable, leaseMs === null ? undefined : ns(leaseMs), ns(now, reading));
-        },
-        fleetAnnouncement() {
-          const a = breaker.fleetTakeAnnouncement();
-          return a === undefined ? null : { kind: a.kind, 'remaining-ms': wholeMs(a.remaining) };
-        },
-        fleetStatus(now, reading) {
-          const s = breaker.fleetStatus(ns(now, reading));
-          return {
-            generation: Number(s.generation), degraded: s.degraded, 'lease-held': s.leaseHeld,
-            'wants-lease': s.wantsLease, 'stale-events': Number(s.staleEvents),
-          };
-        },
-      };
+      return { ...hotPathSteps(breaker, held), ...stateSteps(breaker), ...fleetSteps(breaker) };
     },
     checkConfigError(error, want) {
       assert.equal(error.payload?.field, want.field, String(error));
       assert.ok(error.payload.message.includes(want.message), error.payload.message);
     },
+  };
+}
+
+/** The package's retries options (test/retry-vector.js gives them) as the WIT retry-policy. */
+function witRetryPolicy({ maxAttempts, baseDelayMs, maxDelayMs, budgetPercent, minRetriesPerSecond, seed }) {
+  return {
+    maxAttempts, baseDelay: ns(baseDelayMs), maxDelay: ns(maxDelayMs), budgetPercent, minRetriesPerSecond, seed: BigInt(seed),
+  };
+}
+
+/**
+ * The component's `retry-budget` resource in the shape test/retry-vector.js drives: a
+ * "breaker" on the runner's clock whose `retries(options)` creates a budget, with
+ * `deposit` and `next` (its waits from ns to ms, which the runner reads back to the ns).
+ */
+function componentRetries(circuitBreaker) {
+  return class {
+    #clock;
+
+    constructor({ clock }) {
+      this.#clock = clock;
+    }
+
+    retries(options) {
+      const now = () => ns(this.#clock());
+      const budget = circuitBreaker.RetryBudget.create(witRetryPolicy(options), now());
+      return {
+        deposit: () => budget.deposit(),
+        next(attempt, outcomeClass, retryAfterMs) {
+          const r = budget.next(attempt, outcomeClass, ns(retryAfterMs), now());
+          return r.tag === 'retry' ? { retry: true, waitMs: Number(r.val) / 1e6 } : { retry: false, stop: r.val };
+        },
+      };
+    }
+
+    dispose() {}
   };
 }
 
@@ -140,6 +197,29 @@ if (existsSync(BINDINGS)) {
       runVector(vector, subject, { optionsOf, optionOfField, jsMessage });
     });
   }
+
+  // The retry vector through the WIT's retry-budget resource (create, deposit, next).
+  test('component under jco: the retry vector on the retry-budget resource', () => {
+    const vector = JSON.parse(readFileSync(new URL('../../tests/vectors/retry/retry.json', import.meta.url), 'utf8'));
+    const { ran, steps, failed } = runRetryVector(vector, componentRetries(circuitBreaker));
+    assert.deepEqual(failed, []);
+    assert.equal(ran, vector.cases.length);
+    assert.equal(steps, vector.cases.reduce((n, c) => n + c.steps.length, 0));
+  });
+
+  test('component under jco: a bad retry policy is refused, naming its field', () => {
+    const policy = witRetryPolicy({
+      maxAttempts: 3, baseDelayMs: 50, maxDelayMs: 2_000, budgetPercent: 20, minRetriesPerSecond: 10, seed: 0,
+    });
+    assert.throws(
+      () => circuitBreaker.RetryBudget.create({ ...policy, maxAttempts: 0 }, 0n),
+      (error) => error.payload === 'max-attempts must be between 1 and 10',
+    );
+    assert.throws(
+      () => circuitBreaker.RetryBudget.create({ ...policy, maxDelay: 1n }, 0n),
+      (error) => error.payload === 'max-delay must be >= base-delay',
+    );
+  });
 }
 
 if (existsSync(BINDINGS)) {

@@ -2,7 +2,7 @@
 // API as the tests use it. Not run.
 import {
   CircuitBreaker, CircuitOpenError, Rejected, classifyError, configFields, initSync, retryAfter,
-  type ClockError, type FleetAnnouncement, type FleetApplied, type FleetStatus, type ListenerError, type Metrics, type Outcome, type Permit, type Reconfigured, type State, type Transition,
+  type ClockError, type FleetAnnouncement, type Retries, type RetryNext, type RetryPolicy, type FleetApplied, type FleetStatus, type ListenerError, type Metrics, type Outcome, type Permit, type Reconfigured, type State, type Transition,
 } from 'tripgate';
 
 const breaker = new CircuitBreaker({ failureThreshold: 3, cooldownMs: 5_000, faultStatuses: [408, 503], clock: () => performance.now() });
@@ -68,11 +68,27 @@ void metrics.rejectedTotal['probing-elsewhere'];
 // @ts-expect-error: a fleet event kind is open or close
 member.fleetApply({ generation: 1, kind: 'opened' });
 
+// Retries: one per breaker, shared by its callers.
+const retries: Retries = breaker.retries({ maxAttempts: 4, baseDelayMs: 100, maxDelayMs: 5_000, budgetPercent: 10, minRetriesPerSecond: 5, seed: 7 });
+const policy: RetryPolicy = retries.policy;
+const attempts: number = policy.maxAttempts;
+retries.deposit();
+const next: RetryNext = retries.next(1, breaker.record(breaker.acquire(), 503), 1_000);
+const waitMs: number | undefined = next.retry ? next.waitMs : undefined;
+const stop: 'answered' | 'attempts' | 'budget' | 'stay-away' | undefined = next.retry ? undefined : next.stop;
+void attempts; void waitMs; void stop;
+// @ts-expect-error: delays are named with Ms
+breaker.retries({ maxDelay: 100 });
+// @ts-expect-error: a class is success, fault or neutral
+retries.next(1, 'timeout');
+
 async function main(): Promise<void> {
   const response: Response = await breaker.execute((signal) => fetch('http://127.0.0.1/', { signal }), { timeoutMs: 1_000 });
   const value: string | number = await breaker.execute(async () => 1, { fallback: 'cached' });
   const fallbackFn: number = await breaker.execute(async () => 1, { fallback: (e) => (e instanceof CircuitOpenError ? e.retryAfterMs : 0) });
-  void response; void value; void fallbackFn;
+  const retried: Response | null = await breaker.execute((signal) => fetch('http://127.0.0.1/', { signal }),
+    { retries: breaker.retries(), signal: AbortSignal.timeout(5_000), timeoutMs: 1_000, fallback: null });
+  void response; void value; void fallbackFn; void retried;
   const bytes: Uint8Array = breaker.exportState();
   const restored = CircuitBreaker.importState(bytes, { cooldownMs: 5_000 }, 250);
   restored.dispose();

@@ -141,10 +141,10 @@ impl Breaker {
             Ok(permit) => {
                 let core = &self.core;
                 let shadow = permit.is_shadow();
-                let mut epoch = None;
+                // The core says what a permit out still holds: a shadow permit, its epoch.
                 let stored = self.permits.insert(
                     permit,
-                    |p| keeps(core, p, now, &mut epoch),
+                    |p| core.holds(p, now),
                     || (core.metrics(now).epoch, now),
                 );
                 match stored {
@@ -435,19 +435,6 @@ fn verdict(recorded: tripgate_core::Recorded, caused: &mut Option<Transitions>) 
         class: recorded.class,
         slow: recorded.slow,
         stale: recorded.stale,
-    }
-}
-
-/// Whether the permit table must keep `permit` when it makes room: while the core says it
-/// holds something, and a shadow permit, which holds nothing in the core, while its epoch
-/// lasts (as a normal call's permit is kept). Dropped, its outcome would be recorded as
-/// stale and counted, where the core counts a shadow permit's outcome as nothing at all.
-/// `epoch` is the breaker's, read once per sweep.
-fn keeps(core: &Core, permit: &Permit, now: Nanos, epoch: &mut Option<u64>) -> bool {
-    if permit.is_shadow() {
-        permit.epoch() == *epoch.get_or_insert_with(|| core.metrics(now).epoch)
-    } else {
-        core.holds(permit, now)
     }
 }
 

@@ -12,7 +12,8 @@
 //! (outcome codes; permits live in the core's [`PermitTable`](tripgate_core::PermitTable)),
 //! [`breaker`](mod@breaker) (the exported breaker), [`fleet`](mod@fleet) (fleet mode's
 //! pass-through to the core), [`retry_after`](mod@retry_after) (the core's reading of an
-//! answer's `Retry-After` and gRPC pushback) and [`tables`](mod@tables).
+//! answer's `Retry-After` and gRPC pushback), [`retry`](mod@retry) (the core's retry
+//! policy and the budget a breaker's callers share) and [`tables`](mod@tables).
 //!
 //! ## Return codes
 //!
@@ -41,6 +42,7 @@ pub mod exposition;
 pub mod fleet;
 pub mod fleet_protocol;
 pub mod outcome;
+pub mod retry;
 pub mod retry_after;
 pub mod tables;
 pub mod time;
@@ -49,6 +51,7 @@ pub use breaker::Breaker;
 pub use config::check_config;
 pub use exposition::exposition_table;
 pub use outcome::{GRPC_BASE, KIND_BASE};
+pub use retry::{retry_policy, RetryBudget};
 pub use tables::{reading_limit_ms, tables};
 
 /// Added to a permit handle (subtracted from a rejection code) returned by `acquire` when

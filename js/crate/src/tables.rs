@@ -18,6 +18,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::breaker::{METRICS_FIXED, METRICS_LEN, TRANSITION_WIDTH};
 use crate::fleet::{BAD_EVENT, FLEET_STATUS_LEN};
+use crate::retry;
 use crate::time::READING_LIMIT_MS;
 use crate::{BAD_OUTCOME, GRPC_BASE, KIND_BASE, NEED_CLOCK, NOT_A_PERMIT, SHADOWED, TRANSITIONED};
 use tripgate_core::{retry_after, HANDLE_LIMIT, MAX_OUTSTANDING};
@@ -43,7 +44,9 @@ fn name(out: &mut String, name: &str) {
 /// `fleetEventKinds`, `fleetApplied`, `announcementKinds` (names, index = code),
 /// `metricFields` (`[name, kind]` in the order [`crate::breaker::Breaker::metrics`] writes
 /// them), `errorRules` (the core's error table, in order: `[name, text, outcome kind]`), `fields`
-/// (`{ name, option, kind }` by code), `retryAfterStatuses` (the HTTP statuses whose
+/// (`{ name, option, kind }` by code), `retryFields` (a retry policy's settings, the same
+/// way, in the order [`crate::retry`] takes them), `retryStops` (why retries stop, by the
+/// code [`crate::retry::RetryBudget::next`] returns), `retryAfterStatuses` (the HTTP statuses whose
 /// `Retry-After` the breaker honours: the core's `retry_after::applies`), and the numbers
 /// of the wasm interface (`codes`,
 /// limits and layouts; the reading limit is [`reading_limit_ms`]), among them
@@ -94,6 +97,16 @@ pub fn tables() -> String {
             f.kind().name()
         );
     });
+    list(&mut out, "retryFields", &retry::SETTINGS, |o, s| {
+        let _ = write!(
+            o,
+            "{{\"name\":\"{}\",\"option\":\"{}\",\"kind\":\"{}\"}}",
+            s.name,
+            s.option,
+            s.kind.name()
+        );
+    });
+    list(&mut out, "retryStops", &retry::STOPS, name);
     out.push_str("\"retryAfterStatuses\":[");
     let statuses = (HttpStatus::MIN..=HttpStatus::MAX).filter(|&s| retry_after::applies(s));
     for (i, status) in statuses.enumerate() {
@@ -140,6 +153,13 @@ mod tests {
             .contains("{\"name\":\"cooldown\",\"option\":\"cooldownMs\",\"kind\":\"duration\"}"));
         assert!(json.contains("\"needClock\":-1073741824,\"shadowed\":-1073741823,"));
         assert!(json.contains("\"retryAfterStatuses\":[429,503],"), "{json}");
+        assert!(json.contains(
+            "\"retryFields\":[{\"name\":\"max-attempts\",\"option\":\"maxAttempts\",\"kind\":\"count\"},"
+        ));
+        assert!(json.contains("{\"name\":\"seed\",\"option\":\"seed\",\"kind\":\"seed\"}],"));
+        assert!(
+            json.contains("\"retryStops\":[\"answered\",\"attempts\",\"budget\",\"stay-away\"],")
+        );
         assert!(json.contains("\"grpcMax\":16,\"maxCauses\":8,"), "{json}");
         assert!(
             json.ends_with("\"metricsLen\":31,\"fleetStatusLen\":6}"),
@@ -149,6 +169,6 @@ mod tests {
             json.contains("\"fleetApplied\":[\"applied\",\"stale\",\"held\",\"not-in-fleet\"],")
         );
         let fields = json.matches("\"option\":").count();
-        assert_eq!(fields, Field::ALL.len());
+        assert_eq!(fields, Field::ALL.len() + retry::SETTINGS.len());
     }
 }

@@ -85,3 +85,8 @@ export function startErrorsWorker() {
 export function startRetryAfterWorker() {
   return startVectorWorker('retry-after-vector.js', 'runRetryAfterVector', 'retryAfter');
 }
+
+/** The retry vector inside workerd: test/retry-vector.js with `CircuitBreaker`. */
+export function startRetryWorker() {
+  return startVectorWorker('retry-vector.js', 'runRetryVector', 'CircuitBreaker');
+}

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { startErrorsWorker, startRetryAfterWorker, startWorker } from './miniflare.js';
+import { startErrorsWorker, startRetryAfterWorker, startRetryWorker, startWorker } from './miniflare.js';
 import { Upstream } from './upstream.js';
 import { normalise, promtoolCheck } from '../exposition-scenario.js';
 
@@ -364,6 +364,21 @@ test('the Retry-After vector passes on retryAfter inside workerd (its own Respon
     const { ran, failed } = await res.json();
     assert.deepEqual(failed, []);
     assert.equal(ran, JSON.parse(vector).cases.length);
+  } finally {
+    await mf.dispose();
+  }
+});
+
+test('the retry vector passes on breaker.retries() inside workerd', async () => {
+  const vector = readFileSync(new URL('../../../tests/vectors/retry/retry.json', import.meta.url), 'utf8');
+  const mf = await startRetryWorker();
+  try {
+    const res = await mf.dispatchFetch('https://edge.example/', { method: 'POST', body: vector });
+    const { ran, steps, failed } = await res.json();
+    assert.deepEqual(failed, []);
+    const { cases } = JSON.parse(vector);
+    assert.equal(ran, cases.length);
+    assert.equal(steps, cases.reduce((n, c) => n + c.steps.length, 0));
   } finally {
     await mf.dispose();
   }
