@@ -284,6 +284,9 @@ impl FleetProtocol {
             13 => Input::Reply(Reply::Refused),
             _ => Input::Tick,
         };
+        // A reconfigured breaker's cooldown and probe timeout hold from this step on.
+        let config = *breaker.core.config();
+        self.protocol.retune(config.cooldown, config.probe_timeout);
         let now = breaker.now(breaker_now_ms);
         let mut link = BreakerLink {
             breaker,

@@ -1,7 +1,7 @@
 //! The protocol as JS drives it, through the numbers that cross the boundary.
 
 use super::*;
-use tripgate_core::{Field, State};
+use tripgate_core::{Field, OutcomeKind, State};
 
 #[test]
 fn a_fleet_s_slot_is_redis_s_key_slot_of_its_hash_tag() {
@@ -141,4 +141,43 @@ fn options_are_the_core_s() {
     let mut backoff = FleetBackoff::new(1_000.0, "00000000000000aa");
     let first = backoff.down(0.0);
     assert!((7.0..=13.0).contains(&first), "{first}");
+}
+
+/// A member whose breaker is reconfigured votes within its new cooldown, with no
+/// rejoin: the vote's window is the cooldown the breaker has at that step.
+const FAULT: f64 = (crate::KIND_BASE + OutcomeKind::ConnectionError.code() as u32) as f64;
+
+#[test]
+fn a_reconfigured_breakers_member_votes_within_its_new_cooldown() {
+    let mut breaker = member(1.0);
+    let mut protocol = protocol(&breaker);
+    protocol.handle(0, &[], &[], &[], &mut breaker, 0.0, 0.0);
+    protocol.handle(
+        5,
+        &[],
+        &[u32::MAX, u32::MAX],
+        &[-2.0],
+        &mut breaker,
+        0.0,
+        0.0,
+    );
+    let mut values = vec![f64::NAN; Field::ALL.len()];
+    values[usize::from(Field::FleetQuorum.code())] = 1.0;
+    values[usize::from(Field::Cooldown.code())] = 2_000.0;
+    let mut out = [0.0; 2];
+    assert_eq!(
+        breaker.reconfigure(&values, None, None, 1.0, &mut out),
+        None
+    );
+    for _ in 0..5 {
+        let permit = breaker.acquire(2.0);
+        breaker.record(f64::from(permit), FAULT, 2.0);
+    }
+    protocol.handle(2, &[], &[], &[], &mut breaker, 3.0, 3.0);
+    let call = protocol.call(false);
+    assert!(call.starts_with("vote\n"), "{call}");
+    assert!(
+        call.contains("\n2000\n"),
+        "the vote's window is the new cooldown: {call}"
+    );
 }
