@@ -50,6 +50,7 @@ wit_bindgen::generate!({
         "tripgate:breaker/circuit-breaker@0.3.0/snapshot-error-kind": [#[derive(strum::FromRepr)]],
         "tripgate:breaker/circuit-breaker@0.3.0/fleet-applied": [#[derive(strum::FromRepr)]],
         "tripgate:breaker/circuit-breaker@0.3.0/announcement-kind": [#[derive(strum::FromRepr)]],
+        "tripgate:breaker/circuit-breaker@0.3.0/retry-stop": [#[derive(strum::FromRepr)]],
     },
 });
 

@@ -4,7 +4,7 @@
 use alloc::string::{String, ToString};
 use core::cell::RefCell;
 
-use tripgate_core::retry::{self, Next, RetryBudget, RetryPolicy, Stop};
+use tripgate_core::retry::{self, Next, RetryBudget, RetryPolicy};
 
 use crate::convert::case;
 use crate::wit;
@@ -42,14 +42,16 @@ impl wit::GuestRetryBudget for RetryBudgetResource {
 
     fn next(&self, attempt: u8, class: wit::Class, retry_after: u64, now: u64) -> wit::RetryNext {
         let mut budget = self.budget.borrow_mut();
-        match retry::next(&self.policy, &mut budget, attempt, case(tripgate_core::Class::from_code, class as u8), retry_after, now) {
+        match retry::next(
+            &self.policy,
+            &mut budget,
+            attempt,
+            case(tripgate_core::Class::from_code, class as u8),
+            retry_after,
+            now,
+        ) {
             Next::Retry(wait) => wit::RetryNext::Retry(wait),
-            Next::Stop(stop) => wit::RetryNext::Stop(match stop {
-                Stop::Answered => wit::RetryStop::Answered,
-                Stop::Attempts => wit::RetryStop::Attempts,
-                Stop::Budget => wit::RetryStop::Budget,
-                Stop::StayAway => wit::RetryStop::StayAway,
-            }),
+            Next::Stop(stop) => wit::RetryNext::Stop(case(wit::RetryStop::from_repr, stop.code())),
         }
     }
 }

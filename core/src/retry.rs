@@ -138,17 +138,20 @@ pub struct RetryBudget {
     rng: u64,
 }
 
-/// Why the retries stopped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stop {
-    /// The attempt was not a fault: its answer is the call's.
-    Answered,
-    /// Every attempt the policy allows was made.
-    Attempts,
-    /// The budget has no retry left: retrying now would add load to a failing upstream.
-    Budget,
-    /// The upstream asked callers to stay away for longer than `max-delay`.
-    StayAway,
+table! {
+    /// Why the retries stopped, by the name every host gives it (the WIT's `retry-stop`
+    /// lists them in this order).
+    pub enum Stop {
+        /// The attempt was not a fault: its answer is the call's.
+        Answered = 0 => "answered",
+        /// Every attempt the policy allows was made.
+        Attempts = 1 => "attempts",
+        /// The budget has no retry left: retrying now would add load to a failing
+        /// upstream.
+        Budget = 2 => "budget",
+        /// The upstream asked callers to stay away for longer than `max-delay`.
+        StayAway = 3 => "stay-away",
+    }
 }
 
 /// What to do after an attempt.

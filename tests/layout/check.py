@@ -71,10 +71,7 @@ def sources(suffixes):
 
 def strip_rust(text):
     """Code without comments and string literals, so names in prose are not imports."""
-    text = re.sub(r"//[^\n]*", "", text)
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    text = re.sub(r'r#*"(?:.|\n)*?"#*', '""', text)
-    text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
+    text = _code_only(text)
     # Test modules may reach anywhere in their crate: only shipped code counts.
     while True:
         m = re.search(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", text)
@@ -85,6 +82,51 @@ def strip_rust(text):
             depth += {"{": 1, "}": -1}.get(text[i], 0)
             i += 1
         text = text[: m.start()] + text[i:]
+
+
+# A string literal's start: "…", b"…", r"…", r#"…"#, br#"…"# (the prefix not part of a
+# longer name, so `generator"` inside a string is not a raw string's start).
+_STRING_START = re.compile(r'(?<![A-Za-z0-9_])(b?r)(#*)"|(?<![A-Za-z0-9_])b?"|"')
+# A char literal ('"', '\'', '\u{1F600}'), never a lifetime ('a is not followed by ').
+_CHAR = re.compile(r"'(?:\\(?:u\{[0-9a-fA-F]+\}|.)|[^\\'\n])'")
+
+
+def _code_only(text):
+    """Rust source with comments and string and char literals taken out, by a scan from
+    the start (the order matters: `//` in a string is no comment, `"` in a comment no
+    string)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif text.startswith("/*", i):
+            depth, i = 1, i + 2
+            while i < n and depth:
+                if text.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif text.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+        elif char := _CHAR.match(text, i):
+            out.append("' '")
+            i = char.end()
+        elif start := _STRING_START.match(text, i):
+            raw, hashes = start.group(1), start.group(2) or ""
+            i = start.end()
+            if raw and "r" in raw:
+                end = text.find('"' + hashes, i)
+                i = n if end < 0 else end + 1 + len(hashes)
+            else:
+                while i < n and text[i] != '"':
+                    i += 2 if text[i] == "\\" else 1
+                i += 1
+            out.append('""')
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
 
 
 def rust_crates():

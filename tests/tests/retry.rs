@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
-use tripgate_core::retry::{self, Next, RetryBudget, RetryField, RetryPolicy, Stop};
+use tripgate_core::retry::{self, Next, RetryBudget, RetryField, RetryPolicy};
 use tripgate_core::{Class, MILLISECOND};
 
 fn vector() -> Value {
@@ -34,12 +34,7 @@ fn policy(defaults: &Value, given: &Value) -> RetryPolicy {
 fn expected(next: Next) -> Value {
     match next {
         Next::Retry(wait) => serde_json::json!({ "retry-ns": wait }),
-        Next::Stop(stop) => serde_json::json!({ "stop": match stop {
-            Stop::Answered => "answered",
-            Stop::Attempts => "attempts",
-            Stop::Budget => "budget",
-            Stop::StayAway => "stay-away",
-        }}),
+        Next::Stop(stop) => serde_json::json!({ "stop": stop.name() }),
     }
 }
 

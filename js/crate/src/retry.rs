@@ -7,8 +7,8 @@
 //! [`RetryField`]s by code, then the seed, which has no rule); `NaN` means "not given"
 //! (the core's default). Durations are milliseconds, as everywhere in the package.
 
+use tripgate_core::retry::RetryPolicy;
 use tripgate_core::retry::{self, Next, RetryBudget as Budget, RetryError, RetryField};
-use tripgate_core::retry::{RetryPolicy, Stop};
 use tripgate_core::{Class, FieldKind, Nanos, Rule, Words};
 use wasm_bindgen::prelude::*;
 
@@ -61,19 +61,6 @@ pub const SETTINGS: [Setting; SEED + 1] = [
         kind: FieldKind::Seed,
     },
 ];
-
-/// Why the retries stop, by the code [`RetryBudget::next`] returns (`-(1 + code)`): the
-/// WIT's `retry-stop` names, in its order. (The core's [`Stop`] has no name table.)
-pub const STOPS: [&str; 4] = ["answered", "attempts", "budget", "stay-away"];
-
-fn stop_code(stop: Stop) -> u8 {
-    match stop {
-        Stop::Answered => 0,
-        Stop::Attempts => 1,
-        Stop::Budget => 2,
-        Stop::StayAway => 3,
-    }
-}
 
 /// The policy the values give, checked by the core's rules; the error names the first
 /// field that breaks one, in field order. The values come from JS checked for type and
@@ -193,7 +180,7 @@ impl RetryBudget {
 
     /// After attempt `attempt` (1 for the first) answered with the class `class_code` and
     /// asked its callers to stay away for `retry_after_ms` (0: nothing), at `now_ms`: the
-    /// wait before the next attempt in ms (>= 0), or `-(1 + code)` of a [`STOPS`] reason.
+    /// wait before the next attempt in ms (>= 0), or `-(1 + code)` of a [`Stop`] reason (the core's table).
     /// A reading that is not observed stands for the latest instant seen; an attempt past
     /// 255 counts as 255 (past every `max-attempts`), an unknown class as neutral.
     pub fn next(&mut self, attempt: f64, class_code: u8, retry_after_ms: f64, now_ms: f64) -> f64 {
@@ -210,7 +197,7 @@ impl RetryBudget {
             now,
         ) {
             Next::Retry(wait) => ms(wait),
-            Next::Stop(stop) => -1.0 - f64::from(stop_code(stop)),
+            Next::Stop(stop) => -1.0 - f64::from(stop.code()),
         }
     }
 

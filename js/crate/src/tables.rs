@@ -21,6 +21,7 @@ use crate::fleet::{BAD_EVENT, FLEET_STATUS_LEN};
 use crate::retry;
 use crate::time::READING_LIMIT_MS;
 use crate::{BAD_OUTCOME, GRPC_BASE, KIND_BASE, NEED_CLOCK, NOT_A_PERMIT, SHADOWED, TRANSITIONED};
+use tripgate_core::retry::Stop;
 use tripgate_core::{retry_after, HANDLE_LIMIT, MAX_OUTSTANDING};
 
 /// Writes `"key":[...]` of quoted strings. Every name is kebab- or camel-case ASCII, so
@@ -106,7 +107,7 @@ pub fn tables() -> String {
             s.kind.name()
         );
     });
-    list(&mut out, "retryStops", &retry::STOPS, name);
+    list(&mut out, "retryStops", Stop::ALL, |o, c| name(o, c.name()));
     out.push_str("\"retryAfterStatuses\":[");
     let statuses = (HttpStatus::MIN..=HttpStatus::MAX).filter(|&s| retry_after::applies(s));
     for (i, status) in statuses.enumerate() {
