@@ -20,7 +20,7 @@
 //! Nothing is imported from the package's Python modules; from the standard library only
 //! `errno`'s table of names.
 
-use pyo3::exceptions::PyOSError;
+use pyo3::exceptions::{PyException, PyOSError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -28,7 +28,6 @@ use pyo3::types::{PyBool, PyDict, PyInt, PyString, PyTuple, PyType};
 
 use tripgate_core::{errors, ErrorName, Outcome, MAX_CAUSES};
 
-use crate::outcome::{grpc, is_interrupt, status, status_of};
 use crate::stay_away::{self, Judged};
 
 /// The outcome of `error` and its causes, with the stay-away asked for by the exception
@@ -168,4 +167,45 @@ fn grpc_code(error: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
     Ok(value
         .filter(|v| v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>())
         .and_then(|v| v.extract().ok()))
+}
+
+/// An HTTP status outcome, or a `ValueError` for a status outside 100–599.
+pub fn status(n: i64) -> PyResult<Outcome> {
+    u16::try_from(n)
+        .ok()
+        .and_then(|n| Outcome::status(n).ok())
+        .ok_or_else(|| PyValueError::new_err(format!("HTTP status {n} is outside 100-599")))
+}
+
+/// A gRPC outcome, or a `ValueError` for a code outside 0–16.
+pub fn grpc(n: i64) -> PyResult<Outcome> {
+    u8::try_from(n)
+        .ok()
+        .and_then(|n| Outcome::grpc(n).ok())
+        .ok_or_else(|| PyValueError::new_err(format!("gRPC code {n} is outside 0-16")))
+}
+
+/// The status a response-like value carries: `status_code`, else `status`, when it is an
+/// int (an `HTTPStatus` too). Attributes that raise count as absent; an interrupt
+/// raised while one is read (`KeyboardInterrupt`) is the only error.
+pub fn status_of<'py>(value: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = value.py();
+    for name in [intern!(py, "status_code"), intern!(py, "status")] {
+        match value.getattr_opt(name) {
+            Ok(Some(v)) if v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>() => {
+                return Ok(Some(v));
+            }
+            Err(error) if is_interrupt(error.value(py)) => return Err(error),
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
+/// Whether a raised `error` is an interrupt rather than a failure: a `BaseException` that
+/// is not an `Exception` (`KeyboardInterrupt`, `SystemExit`, `GeneratorExit`,
+/// `asyncio.CancelledError`). Never a fault, never replaced by a fallback.
+#[inline]
+pub fn is_interrupt(error: &Bound<'_, PyAny>) -> bool {
+    !error.is_instance_of::<PyException>()
 }

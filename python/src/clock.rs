@@ -70,6 +70,23 @@ impl AnyClock {
         s
     }
 
+    /// Waits `ns` on this clock: a retry's wait between attempts. A `FakeClock` moves
+    /// forward instead, so a test waits no wall time; the others sleep in `time.sleep`
+    /// (looked up at each wait), which lets other threads run and raises what a signal
+    /// handler raises (Ctrl-C's `KeyboardInterrupt`).
+    pub fn wait(&self, py: Python<'_>, ns: u64) -> PyResult<()> {
+        match self {
+            Self::Fake(clock) => {
+                clock.advance(ns);
+                Ok(())
+            }
+            Self::Counter(_) | Self::Callable(_) => py
+                .import(pyo3::intern!(py, "time"))?
+                .call_method1(pyo3::intern!(py, "sleep"), (Self::seconds(ns),))
+                .map(drop),
+        }
+    }
+
     /// Whatever Python objects the clock holds (for the garbage collector).
     pub fn python_object(&self) -> Option<&Py<PyAny>> {
         match self {

@@ -11,6 +11,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCFunction, PyDict, PyString, PyTuple, PyType};
 
+use tripgate::{RetryError, RetryField};
+use tripgate_core::Words;
+
 static CIRCUIT_OPEN: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static STATE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
@@ -26,6 +29,32 @@ pub fn state(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     STATE
         .get_or_try_init(py, || make_state(py).map(Bound::unbind))
         .map(|t| t.bind(py))
+}
+
+/// A retry policy the core refused (`breaker.retries(...)`), as the breaker's options
+/// are refused: a `ValueError` naming the Python option (`error.option`), in the core's
+/// words with the Python names (`max_delay must be >= base_delay`).
+pub fn retry_policy(py: Python<'_>, error: RetryError) -> PyErr {
+    struct PythonWords(String);
+
+    impl Words for PythonWords {
+        fn word(&mut self, text: &str) -> std::fmt::Result {
+            match RetryField::from_name(text) {
+                Some(field) => self.0.push_str(crate::options::retry_option(field)),
+                None => self.0.push_str(text),
+            }
+            Ok(())
+        }
+    }
+
+    let mut message = PythonWords(String::new());
+    let _ = error.describe(&mut message);
+    crate::options::option_error(
+        py,
+        false,
+        crate::options::retry_option(error.field),
+        message.0,
+    )
 }
 
 /// Adds the exception classes to the module.

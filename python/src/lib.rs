@@ -110,6 +110,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<breaker::Reconfigured>()?;
     m.add_class::<breaker::GuardedFunction>()?;
     m.add_class::<breaker::Guard>()?;
+    m.add_class::<breaker::Retries>()?;
+    m.add_class::<breaker::Retrying>()?;
     m.add_class::<clock::FakeClock>()?;
     m.add_class::<deadline::Deadline>()?;
     m.add_class::<deadline::DeadlineQueue>()?;

@@ -12,6 +12,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
 
+use tripgate::RetryField;
 use tripgate_core::{Config, ConfigError, Field, FieldKind, GrpcSet, StatusSet};
 
 use crate::clock::{AnyClock, CallableClock, FakeClock};
@@ -19,6 +20,18 @@ use crate::clock::{AnyClock, CallableClock, FakeClock};
 /// A core field's Python option name.
 pub fn option_name(field: Field) -> String {
     field.name().replace('-', "_")
+}
+
+/// The Python option of a retry policy's field (`breaker.retries(...)`): the core's name
+/// in snake case.
+pub fn retry_option(field: RetryField) -> &'static str {
+    match field {
+        RetryField::MaxAttempts => "max_attempts",
+        RetryField::BaseDelay => "base_delay",
+        RetryField::MaxDelay => "max_delay",
+        RetryField::BudgetPercent => "budget_percent",
+        RetryField::MinRetriesPerSecond => "min_retries_per_second",
+    }
 }
 
 /// A core message (`max-cooldown must be >= cooldown`) in Python option names.
@@ -88,7 +101,7 @@ pub fn type_name(value: &Bound<'_, PyAny>) -> String {
 
 /// Seconds (int, float or `timedelta`) as nanoseconds; `None` for a value that is not a
 /// number, `Err` for one that is not finite or out of range.
-fn seconds_to_ns(py: Python<'_>, option: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
+pub fn seconds_to_ns(py: Python<'_>, option: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
     let wrong = || {
         option_error(
             py,
@@ -140,7 +153,7 @@ fn seconds_to_ns(py: Python<'_>, option: &str, value: &Bound<'_, PyAny>) -> PyRe
     Ok(ns as u64)
 }
 
-fn whole(py: Python<'_>, option: &str, value: &Bound<'_, PyAny>) -> PyResult<i128> {
+pub fn whole(py: Python<'_>, option: &str, value: &Bound<'_, PyAny>) -> PyResult<i128> {
     if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
         return Err(option_error(
             py,

@@ -8,8 +8,7 @@
 //! that is not an `Exception` (`KeyboardInterrupt`, `asyncio.CancelledError`) is
 //! `cancelled`. A breaker's `classify` option replaces both.
 
-use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
-use pyo3::intern;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
@@ -17,6 +16,9 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyT
 use tripgate_core::{Outcome, OutcomeKind};
 
 use crate::stay_away::{self, Judged};
+
+// The primitives a raised exception's classification reads, kept with it.
+pub use crate::classify::{grpc, is_interrupt, status, status_of};
 
 /// An outcome named in the vectors' words: `success`, `timeout`, `connection-error`,
 /// `failure`, `cancelled`, `ignored`, `status:503`, `grpc:14` (`_` for `-` too).
@@ -46,22 +48,6 @@ pub fn parse_name(text: &str) -> PyResult<Outcome> {
     }
 }
 
-/// An HTTP status outcome, or a `ValueError` for a status outside 100–599.
-pub fn status(n: i64) -> PyResult<Outcome> {
-    u16::try_from(n)
-        .ok()
-        .and_then(|n| Outcome::status(n).ok())
-        .ok_or_else(|| PyValueError::new_err(format!("HTTP status {n} is outside 100-599")))
-}
-
-/// A gRPC outcome, or a `ValueError` for a code outside 0–16.
-pub fn grpc(n: i64) -> PyResult<Outcome> {
-    u8::try_from(n)
-        .ok()
-        .and_then(|n| Outcome::grpc(n).ok())
-        .ok_or_else(|| PyValueError::new_err(format!("gRPC code {n} is outside 0-16")))
-}
-
 /// Whether `value`'s type is one that never carries a status: the values most calls
 /// return, answered without looking up attributes.
 #[inline(always)]
@@ -75,23 +61,6 @@ pub fn plain(value: &Bound<'_, PyAny>) -> bool {
         || value.is_exact_instance_of::<PyList>()
         || value.is_exact_instance_of::<PyTuple>()
         || value.is_exact_instance_of::<PyFloat>()
-}
-
-/// The status a response-like value carries: `status_code`, else `status`, when it is an
-/// int (an `HTTPStatus` too). Attributes that raise count as absent; an interrupt
-/// raised while one is read (`KeyboardInterrupt`) is the only error.
-pub fn status_of<'py>(value: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let py = value.py();
-    for name in [intern!(py, "status_code"), intern!(py, "status")] {
-        match value.getattr_opt(name) {
-            Ok(Some(v)) if v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>() => {
-                return Ok(Some(v));
-            }
-            Err(error) if is_interrupt(error.value(py)) => return Err(error),
-            _ => {}
-        }
-    }
-    Ok(None)
 }
 
 /// A returned value's outcome (no custom classifier); `Err` only for an interrupt.
@@ -219,14 +188,6 @@ pub fn of_custom(
         err.set_cause(py, Some(error));
         err
     })
-}
-
-/// Whether a raised `error` is an interrupt rather than a failure: a `BaseException` that
-/// is not an `Exception` (`KeyboardInterrupt`, `SystemExit`, `GeneratorExit`,
-/// `asyncio.CancelledError`). Never a fault, never replaced by a fallback.
-#[inline]
-pub fn is_interrupt(error: &Bound<'_, PyAny>) -> bool {
-    !error.is_instance_of::<PyException>()
 }
 
 static GENERATOR: PyOnceLock<Py<PyType>> = PyOnceLock::new();

@@ -79,6 +79,26 @@ if second:  # admitted, though the breaker is open: a shadow permit
 shadow_counts: Dict[str, int] = shadowed.metrics()["shadow_rejected"]
 asked: Optional[float] = tripgate.retry_after_of(httpx.Response(503, headers={"Retry-After": "120"}))
 
+# Retries: one policy and one budget per breaker; every attempt admitted by the breaker.
+orders_clock = tripgate.FakeClock()
+orders = tripgate.CircuitBreaker(name="orders", clock=orders_clock)
+retries: tripgate.Retries = orders.retries(max_attempts=4)
+retried = orders.guard(retries=retries, timeout=2.0)
+down = retried.call(session.get, "/down")  # a 503 tried four times, waits on orders_clock
+attempts: int = retries.max_attempts
+wait, why = retries.next(1, "neutral")
+
+
+@orders.guard(retries=retries)
+async def order_status(client: httpx.AsyncClient, url: str) -> int:
+    return (await client.get(url)).status_code
+
+
+async def orders_async(url: str) -> int:
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+        return await order_status(client, url)
+
+
 registry = tripgate.Registry(clock=clock, failure_threshold=3)
 search = registry.get("search", cooldown=5)
 names: List[str] = list(registry)
@@ -117,4 +137,7 @@ if __name__ == "__main__":
     assert b"tripgate" in generate_latest(scrape) and names == ["search"]
     assert reloaded is not None and reloaded.window_kept and added is None and kept
     assert would_reject and shadow_counts["open"] == 1 and asked == 120.0
+    assert down.status_code == 503 and orders.metrics()["faults_total"] == attempts == 4
+    assert orders_clock.now() > 0 and wait is None and why == "answered"
+    assert asyncio.run(orders_async("https://orders.example/1")) == 200
     print("ran", metrics["successes_total"], "successes")

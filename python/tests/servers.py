@@ -1,8 +1,11 @@
 """Real services on 127.0.0.1 for the classification tests: an HTTP server whose paths
 choose the answer (``/status/503?retry-after=60&pushback=250`` adds ``Retry-After`` and
-``grpc-retry-pushback-ms``), a port nothing listens on, and a gRPC server that fails on
+``grpc-retry-pushback-ms``; ``/flaky/<name>?fails=2`` answers 503 twice, then 200, or
+holds the request with ``then=stall``) and counts the requests to each path
+(``server.hits(path)``), a port nothing listens on, and a gRPC server that fails on
 demand."""
 
+import collections
 import http.server
 import socket
 import threading
@@ -15,8 +18,21 @@ _HEADERS = {"retry-after": "Retry-After", "pushback": "grpc-retry-pushback-ms"}
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         path, _, query = self.path.partition("?")
-        headers = [(_HEADERS[k], v) for k, v in urllib.parse.parse_qsl(query) if k in _HEADERS]
-        if path.startswith("/status/"):
+        params = urllib.parse.parse_qsl(query)
+        headers = [(_HEADERS[k], v) for k, v in params if k in _HEADERS]
+        with self.server.lock:
+            self.server.hits[path] += 1
+            seen = self.server.hits[path]
+        if path.startswith("/flaky/"):
+            flaky = dict(params)
+            if seen <= int(flaky.get("fails", "1")):
+                status, body = 503, b"status\n"
+            elif flaky.get("then") == "stall":
+                self.server.release.wait(10)
+                status, body = 200, b"late\n"
+            else:
+                status, body = 200, b"ok\n"
+        elif path.startswith("/status/"):
             status = int(path.rsplit("/", 1)[1])
             body = b"status\n"
         elif self.path == "/stall":
@@ -44,9 +60,16 @@ class HttpServer:
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.server.daemon_threads = True
         self.server.release = threading.Event()
+        self.server.hits = collections.Counter()
+        self.server.lock = threading.Lock()
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def hits(self, path):
+        """The requests that reached ``path`` (without its query) so far."""
+        with self.server.lock:
+            return self.server.hits[path]
 
     def close(self):
         self.server.release.set()

@@ -17,6 +17,7 @@ PUBLIC = [
     tripgate.Rejection,
     tripgate.Transition,
     tripgate.Reconfigured,
+    tripgate.Retries,
     tripgate.FakeClock,
     tripgate.Registry,
 ]
@@ -51,6 +52,19 @@ def test_shadow_mode_and_the_stay_away_say_what_they_do():
     doc = tripgate.retry_after_of.__doc__
     assert "Retry-After" in doc and "grpc-retry-pushback-ms" in doc and "None" in doc
     assert "retry_after_of" in tripgate.__all__
+
+
+def test_retries_say_what_they_do_and_where_they_go():
+    b = tripgate.CircuitBreaker()
+    doc = tripgate.CircuitBreaker.retries.__doc__
+    for option in ("max_attempts", "base_delay", "max_delay", "budget_percent", "min_retries_per_second", "seed"):
+        assert option in doc
+    assert "guard(retries=" in doc and "Retries" in tripgate.__all__
+    assert "retries" in inspect.signature(b.guard).parameters
+    assert inspect.signature(b.guard).parameters["retries"].default is None
+    assert str(inspect.signature(tripgate.Retries.next)) == "(self, /, attempt, outcome_class, retry_after=None)"
+    for reason in ("answered", "attempts", "budget", "stay-away"):
+        assert f"`{reason}`" in tripgate.Retries.next.__doc__
 
 
 def test_guard_signature_shows_what_its_defaults_mean():

@@ -78,6 +78,35 @@ def test_quorum_of_two_keeps_one_broken_path_local(server, members):
     eventually("the fleet opened", lambda: c.breaker.state == "open")
     assert c.last_reason() == "fleet-open"
 
+def test_a_reconfigured_member_votes_and_leases_by_its_new_settings(server, members):
+    # Joined with a 10 s cooldown and a 30 s probe timeout, then reconfigured live: the
+    # store's vote window and lease follow, with no leave and no rejoin.
+    a, b = (members(server.url, "retuned", quorum=2) for _ in range(2))
+    connected(a, b)
+    for m in (a, b):
+        m.breaker.reconfigure(**config(2, cooldown=40.0, probe_timeout=50.0))
+    client = server.client()
+    votes, lease = "tripgate:{retuned}:votes", "tripgate:{retuned}:lease"
+    a.fail()
+    assert a.breaker.state == "open"
+    eventually("a's vote in the store", lambda: client.zcard(votes) == 1)
+    # The votes' window is the new cooldown (it was 10 s).
+    assert 30_000 < client.pttl(votes) <= 40_000
+    b.fail()
+    settled(a, b)
+    for m in (a, b):
+        assert m.breaker.state == "open"
+        assert 30 * 10**9 < m.breaker.metrics()["cooldown_remaining_ns"] <= 40 * 10**9
+    holder = probe_round([a, b])
+    # The lease (`<holder> <until>`, the store's ms) lasts the new probe timeout (it was 30 s).
+    until = int(client.get(lease).split()[1])
+    seconds, micros = client.time()
+    assert 45_000 < until - (seconds * 1000 + micros // 1000) <= 50_000
+    [a, b][holder].breaker.acquire().record("success")
+    for m in (a, b):
+        eventually("closed", lambda: m.breaker.state == "closed")
+
+
 def test_redis_killed_then_back_empty(server, members):
     a, b = members(server.url, "t7"), members(server.url, "t7")
     connected(a, b)

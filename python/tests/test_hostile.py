@@ -42,6 +42,37 @@ def test_random_options_are_refused_cleanly_or_accepted():
                 p.record()
 
 
+class Unavailable:
+    """A response that is a 503."""
+
+    status_code = 503
+
+    def __eq__(self, other):
+        return isinstance(other, Unavailable)
+
+
+RETRY_OPTIONS = ["max_attempts", "base_delay", "max_delay", "budget_percent", "min_retries_per_second", "seed"]
+
+
+def test_random_retry_policies_are_refused_cleanly_or_retry():
+    rng = random.Random(31)
+    for _ in range(2000):
+        options = {rng.choice(RETRY_OPTIONS): rng.choice(ODD_VALUES) for _ in range(rng.randint(1, 3))}
+        b = CircuitBreaker(clock=FakeClock(), failure_threshold=50, min_calls=50)
+        try:
+            retries = b.retries(**options)
+        except (ValueError, TypeError) as error:
+            assert getattr(error, "option", None) in RETRY_OPTIONS, (options, error)
+            assert str(error)
+        except BaseException as error:  # noqa: BLE001
+            pytest.fail(f"{options}: {type(error).__name__}: {error}")
+        else:
+            # Whatever the policy, a failing call ends, its waits on the FakeClock.
+            assert b.guard(retries=retries).call(Unavailable) == Unavailable()
+            assert 1 <= b.metrics()["faults_total"] <= retries.max_attempts
+            assert retries.next(rng.randint(1, 300), "fault", rng.choice([None, 0, 1e9])) is not None
+
+
 def test_random_outcomes_and_states_are_refused_cleanly():
     rng = random.Random(42)
     clock = FakeClock()

@@ -68,6 +68,11 @@ MISTAKES = textwrap.dedent(
     breaker.reconfigure(failure_treshold=5)  # error: call-arg
     kept: str = breaker.reconfigure(cooldown=5).window_kept  # error: assignment
     breaker.guard(timeout="2s")  # error: arg-type
+    retries = breaker.retries(max_attempt=4)  # error: call-arg
+    breaker.retries(base_delay="50ms")  # error: arg-type
+    breaker.guard(retries=3)  # error: arg-type
+    wait, why = retries.next(1, "fault")
+    waited: float = wait  # error: assignment
     permit = breaker.acquire()
     permit.record(503)  # error: union-attr
     if not permit:

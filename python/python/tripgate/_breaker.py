@@ -138,8 +138,50 @@ async def _run_timed(
     return result
 
 
+# A retried call (a guard's `retries`): each attempt awaited as above, its outcome
+# recorded; `call.after(permit)` is the core's decision on the breaker's shared budget
+# (None: the retries end, and this attempt's answer is the call's), `call.again()` the
+# next attempt, admitted by the breaker (its rejection ends the retries). Cancelled while
+# an attempt is in flight, the attempt is released as `cancelled`; while it waits, the
+# wait just ends.
+
+
+async def _run_retrying(
+    call: _native._Retrying,
+    permit: _native.Permit,
+    awaitable: Awaitable[Any],
+    budget: Optional[float],
+    has_fallback: bool,
+    fallback: Any,
+) -> Any:
+    while True:
+        try:
+            if budget is None:
+                result = await _run(permit, awaitable)
+            else:
+                result = await _run_timed(permit, awaitable, budget, False, None)
+        except BaseException as error:
+            wait = call.after(permit)
+            if wait is None:
+                # A caller that gave up (a cancelled task, KeyboardInterrupt) gets no fallback.
+                if has_fallback and isinstance(error, Exception):
+                    return _fall_back(fallback, error)
+                raise
+        else:
+            wait = call.after(permit)
+            if wait is None:
+                return result
+        await asyncio.sleep(wait)
+        try:
+            permit, awaitable = call.again()
+        except _native.CircuitOpenError as rejected:
+            if has_fallback:
+                return _fall_back(fallback, rejected)
+            raise
+
+
 # The native call_async returns frames of these; it imports nothing of this package's.
-_native._install_coroutines(_run, _run_fallback, _run_timed, _raise, _value)
+_native._install_coroutines(_run, _run_fallback, _run_timed, _raise, _value, _run_retrying)
 
 
 def _timeout_seconds(timeout: object) -> Optional[float]:
@@ -159,11 +201,12 @@ def _timeout_seconds(timeout: object) -> Optional[float]:
 
 
 class Guard(_native.Guard):
-    """A breaker with its own ``timeout`` and ``fallback`` for the calls made through it:
-    ``breaker.guard(timeout=2.0, fallback=None)``. Use it as a decorator (functions,
-    coroutine functions, generator functions) or call ``guard.call(fn, ...)`` / ``await
-    guard.call_async(fn, ...)``; ``breaker`` and ``timeout`` (seconds, or None) say what it
-    is. ``call`` and ``call_async`` are native: no Python frame of their own."""
+    """A breaker with its own ``timeout``, ``fallback`` and ``retries`` for the calls made
+    through it: ``breaker.guard(timeout=2.0, fallback=None, retries=breaker.retries())``.
+    Use it as a decorator (functions, coroutine functions, generator functions) or call
+    ``guard.call(fn, ...)`` / ``await guard.call_async(fn, ...)``; ``breaker``, ``timeout``
+    (seconds, or None) and ``retries`` (None: one attempt) say what it is. ``call`` and
+    ``call_async`` are native: no Python frame of their own."""
 
     __slots__ = ()
 
@@ -184,18 +227,18 @@ def _decorate(guard: Guard, fn: Callable[P, T]) -> Callable[P, T]:
     if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
         return _decorate_generator(guard, cast("Callable[P, T]", fn))
     if inspect.iscoroutinefunction(fn):
-        breaker, timeout = guard.breaker, guard.timeout
+        breaker, timeout, retries = guard.breaker, guard.timeout, guard.retries
         has_fallback, fallback = guard._has_fallback, guard._fallback
         start = breaker._call_async_with
 
         @functools.wraps(fn)
         async def guarded_async(*args: Any, **kwargs: Any) -> Any:
-            return await start(fn, args, kwargs, timeout, has_fallback, fallback)
+            return await start(fn, args, kwargs, timeout, has_fallback, fallback, retries)
 
         guarded_async.breaker = breaker  # type: ignore[attr-defined]
         return cast("Callable[P, T]", guarded_async)
     guarded = _native.GuardedFunction(
-        guard.breaker, fn, guard.timeout, guard._has_fallback, guard._fallback
+        guard.breaker, fn, guard.timeout, guard._has_fallback, guard._fallback, guard.retries
     )
     functools.update_wrapper(guarded, fn)
     return cast("Callable[P, T]", guarded)
@@ -218,6 +261,11 @@ def _decorate_generator(guard: Guard, fn: Callable[P, T]) -> Callable[P, T]:
         raise TypeError(
             f"{name} is {kind}: a timeout does not bound its iteration (the time between "
             "items is its consumer's); guard it with breaker.guard(timeout=None)"
+        )
+    if guard.retries is not None:
+        raise TypeError(
+            f"{name} is {kind}: its iteration cannot be retried (its consumer has its "
+            "items already); guard it without retries"
         )
     fallback = guard._fallback
     if guard._has_fallback and not callable(fallback):
@@ -359,7 +407,7 @@ class CircuitBreaker(_native.Breaker):
     Calls: ``breaker.call(fn, *args, **kwargs)``, ``await breaker.call_async(fn, ...)``,
     ``@breaker`` on a function, coroutine function or generator function, ``with
     breaker:`` / ``async with breaker:``, or ``breaker.acquire()`` then
-    ``permit.record(outcome)``.
+    ``permit.record(outcome)``. Retried: ``breaker.guard(retries=breaker.retries(...))``.
     """
 
     __slots__ = ()
@@ -369,14 +417,17 @@ class CircuitBreaker(_native.Breaker):
         *,
         timeout: Union[float, timedelta, None, _Default] = _Default.TIMEOUT,
         fallback: Any = _Default.FALLBACK,
+        retries: Optional[_native.Retries] = None,
     ) -> Guard:
         """This breaker with another ``timeout`` (seconds, a ``timedelta``, or None for
         no budget) and/or ``fallback`` (a value, or a function of the exception); an
-        option not given is the breaker's (see ``Guard``)."""
+        option not given is the breaker's (see ``Guard``). ``retries``: this breaker's
+        ``retries(...)``, by which its calls retry a fault (the timeout is each
+        attempt's; the fallback answers for the last)."""
         budget = self.timeout if timeout is _Default.TIMEOUT else _timeout_seconds(timeout)
         if fallback is _Default.FALLBACK:
-            return Guard(self, budget, self._has_fallback, self._fallback)
-        return Guard(self, budget, True, fallback)
+            return Guard(self, budget, self._has_fallback, self._fallback, retries)
+        return Guard(self, budget, True, fallback, retries)
 
     def __call__(self, fn: Callable[P, T]) -> Callable[P, T]:
         """``@breaker``: the function's (or coroutine function's) calls, or the generator

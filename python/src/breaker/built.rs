@@ -2,7 +2,7 @@
 //! options, made from `CircuitBreaker(**options)`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::gc::PyVisit;
@@ -87,6 +87,9 @@ pub(super) struct Shared {
 pub(crate) struct Built {
     pub(super) inner: Arc<tripgate::Breaker<AnyClock>>,
     pub(super) shared: Shared,
+    /// Its retries (`breaker.retries(...)`): one policy and one budget for all its
+    /// callers, made on the first call.
+    pub(super) retries: OnceLock<Arc<tripgate::Retries>>,
 }
 
 impl Built {
@@ -126,6 +129,7 @@ impl Built {
                 stack_get,
                 stack_set,
             },
+            retries: OnceLock::new(),
         })
     }
 

@@ -11,6 +11,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 
 use tripgate::{Clock, Outcome, OwnedPermit, Rejection as CoreRejection};
+use tripgate_core::{Class, Nanos};
 
 use super::permit::Permit;
 use super::values::{open_error, transitions_list, Rejection};
@@ -70,12 +71,15 @@ pub(crate) struct Coroutines {
     run_timed: Py<PyAny>,
     raise: Py<PyAny>,
     value: Py<PyAny>,
+    /// `_run_retrying(call, permit, awaitable, budget, has_fallback, fallback)`: the
+    /// awaits and asyncio sleeps of a retried call, whose decisions are its `_Retrying`'s.
+    pub(super) run_retrying: Py<PyAny>,
 }
 
 static COROUTINES: PyOnceLock<Coroutines> = PyOnceLock::new();
 
 /// Takes the coroutine functions of `call_async` (`_run`, `_run_fallback`, `_run_timed`,
-/// `_raise`, `_value`); the first ones given stay.
+/// `_raise`, `_value`, `_run_retrying`); the first ones given stay.
 #[pyfunction]
 pub(crate) fn _install_coroutines(
     py: Python<'_>,
@@ -84,6 +88,7 @@ pub(crate) fn _install_coroutines(
     run_timed: Py<PyAny>,
     raise: Py<PyAny>,
     value: Py<PyAny>,
+    run_retrying: Py<PyAny>,
 ) {
     let _ = COROUTINES.set(
         py,
@@ -93,11 +98,12 @@ pub(crate) fn _install_coroutines(
             run_timed,
             raise,
             value,
+            run_retrying,
         },
     );
 }
 
-fn coroutines(py: Python<'_>) -> PyResult<&Coroutines> {
+pub(super) fn coroutines(py: Python<'_>) -> PyResult<&Coroutines> {
     COROUTINES.get(py).ok_or_else(|| {
         pyo3::exceptions::PyRuntimeError::new_err(
             "call_async needs the tripgate package imported (import tripgate), not only its \
@@ -121,6 +127,33 @@ impl Breaker {
         }
     }
 
+    /// Admits an await's (first) attempt: its permit, or the call's answer decided now
+    /// (the rejection's error, or the fallback's answer), as a coroutine.
+    pub(super) fn admit_async<'py>(
+        slf: &Bound<'py, Self>,
+        helpers: &Coroutines,
+        fallback: Option<&Py<PyAny>>,
+    ) -> PyResult<Result<Bound<'py, Permit>, Bound<'py, PyAny>>> {
+        let py = slf.py();
+        let this = slf.get().built()?;
+        this.refresh(py);
+        match this.inner.acquire_owned() {
+            Ok(permit) => Self::new_permit(slf, permit).map(Ok),
+            Err(rejection) => {
+                let answer = match fallback {
+                    Some(fallback) if !fallback.bind(py).is_callable() => {
+                        Ok(fallback.bind(py).clone())
+                    }
+                    Some(fallback) => open_error(py, &rejection, &this.shared.name)
+                        .and_then(|error| fallback.bind(py).call1((error,))),
+                    None => open_error(py, &rejection, &this.shared.name)
+                        .and_then(|error| Err(PyErr::from_value(error))),
+                };
+                helpers.decided(py, answer).map(Err)
+            }
+        }
+    }
+
     /// Starts a guarded await: the permit is taken now and `fn` called; the coroutine
     /// returned (of `_run`, `_run_fallback`, or `_run_timed` with a budget: see
     /// [`Coroutines`]) awaits its awaitable and records the outcome.
@@ -134,22 +167,10 @@ impl Breaker {
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let this = slf.get().built()?;
-        this.refresh(py);
         let helpers = coroutines(py)?;
-        let permit = match this.inner.acquire_owned() {
-            Ok(permit) => Self::new_permit(slf, permit)?,
-            Err(rejection) => {
-                let answer = match &fallback {
-                    Some(fallback) if !fallback.bind(py).is_callable() => {
-                        Ok(fallback.bind(py).clone())
-                    }
-                    Some(fallback) => open_error(py, &rejection, &this.shared.name)
-                        .and_then(|error| fallback.bind(py).call1((error,))),
-                    None => open_error(py, &rejection, &this.shared.name)
-                        .and_then(|error| Err(PyErr::from_value(error))),
-                };
-                return helpers.decided(py, answer);
-            }
+        let permit = match Self::admit_async(slf, helpers, fallback.as_ref())? {
+            Ok(permit) => permit,
+            Err(decided) => return Ok(decided),
         };
         let awaitable = match f.call(args, kwargs) {
             Ok(awaitable) => awaitable,
@@ -173,27 +194,48 @@ impl Breaker {
                 probe,
                 shadow,
                 entered: false,
+                asked: 0,
             },
         )
     }
 }
 
-/// Records a guarded call's outcome, with the stay-away it asked for if any.
+/// How the breaker classed an admitted attempt, for the retries: a fault or not, and the
+/// stay-away its answer asked for (0: none).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Noted {
+    pub(super) fault: bool,
+    pub(super) asked: Nanos,
+}
+
+/// What one admitted attempt of a guarded call left, its outcome recorded.
+pub(super) enum Ran<'py> {
+    /// `fn` returned this value.
+    Returned(Bound<'py, PyAny>),
+    /// `fn` raised this error: the call's answer, or a fallback's when it is no interrupt.
+    Raised(PyErr),
+    /// No answer of the call's: work it returned that never ran, or an interrupt inside
+    /// the classifier. Raised as it is, never replaced.
+    Refused(PyErr),
+}
+
+/// Records a guarded call's outcome, with the stay-away it asked for if any; how the
+/// breaker classed it.
 #[inline(always)]
-fn settle(permit: tripgate::Permit<'_, AnyClock>, judged: Judged) {
-    match judged.retry_after {
-        None => {
-            permit.record(judged.outcome);
-        }
-        Some(ns) => {
-            permit.record_with_retry_after(judged.outcome, Duration::from_nanos(ns));
-        }
+fn settle(permit: tripgate::Permit<'_, AnyClock>, judged: Judged) -> Noted {
+    let verdict = match judged.retry_after {
+        None => permit.record(judged.outcome),
+        Some(ns) => permit.record_with_retry_after(judged.outcome, Duration::from_nanos(ns)),
+    };
+    Noted {
+        fault: verdict.class == Class::Fault,
+        asked: judged.retry_after.unwrap_or(0),
     }
 }
 
 /// Checks that `fn` returned an awaitable; if not, the call never happened: its permit
 /// is released as `cancelled` and the error says what came back.
-fn awaitable_or_cancel(
+pub(super) fn awaitable_or_cancel(
     py: Python<'_>,
     permit: &Bound<'_, Permit>,
     awaitable: &Bound<'_, PyAny>,
@@ -210,6 +252,15 @@ fn awaitable_or_cancel(
 }
 
 impl Coroutines {
+    /// A coroutine that raises `error` when awaited (its traceback kept).
+    pub(super) fn raising<'py>(
+        &self,
+        py: Python<'py>,
+        error: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.raise.bind(py).call1((error,))
+    }
+
     /// A value or an error decided before any await, as a coroutine.
     fn decided<'py>(
         &self,
@@ -374,15 +425,33 @@ impl Built {
         timeout: Option<u64>,
         fallback: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let clock = &self.shared.clock;
-        clock.refresh(py);
+        self.shared.clock.refresh(py);
         let permit = match self.inner.acquire() {
             Ok(permit) => permit,
             Err(rejection) => return self.turned_away(py, &rejection, fallback),
         };
+        let mut noted = Noted::default();
+        let ran = self.run_once(py, f, args, kwargs, timeout, permit, &mut noted);
+        self.answer(py, ran, fallback)
+    }
+
+    /// Runs one admitted attempt of `fn` under `permit` and records its outcome (how the
+    /// breaker classed it in `noted`).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn run_once<'py>(
+        &self,
+        py: Python<'py>,
+        f: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+        timeout: Option<u64>,
+        permit: tripgate::Permit<'_, AnyClock>,
+        noted: &mut Noted,
+    ) -> Ran<'py> {
         let started = timeout.map(|_| self.inner.clock().now());
         let result = f.call(args, kwargs);
-        clock.refresh(py);
+        self.shared.clock.refresh(py);
         // A synchronous call cannot be interrupted: one that returns after its budget, by
         // the breaker's clock, counts as a timeout (as the native breaker's `call`).
         let late = match (timeout, started) {
@@ -390,14 +459,35 @@ impl Built {
             _ => false,
         };
         match result {
-            Ok(value) => self.returned(py, f, permit, value, late),
-            Err(error) => self.raised(py, permit, error, late, fallback),
+            Ok(value) => self.returned(py, f, permit, value, late, noted),
+            Err(error) => self.raised(py, permit, error, late, noted),
+        }
+    }
+
+    /// The call's answer from what its (last) attempt left: the value, the error, or the
+    /// fallback's answer for an error the call raised (never for a caller giving up).
+    #[inline(always)]
+    pub(super) fn answer<'py>(
+        &self,
+        py: Python<'py>,
+        ran: Ran<'py>,
+        fallback: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match ran {
+            Ran::Returned(value) => Ok(value),
+            Ran::Refused(error) => Err(error),
+            Ran::Raised(error) => match fallback {
+                Some(fallback) if !outcome::is_interrupt(error.value(py)) => {
+                    fall_back(fallback, &report::exception(py, &error))
+                }
+                _ => Err(error),
+            },
         }
     }
 
     /// A call turned away: the fallback's answer (a value needs no exception made), or
     /// `CircuitOpenError`.
-    fn turned_away<'py>(
+    pub(super) fn turned_away<'py>(
         &self,
         py: Python<'py>,
         rejection: &CoreRejection,
@@ -423,11 +513,19 @@ impl Built {
         permit: tripgate::Permit<'_, AnyClock>,
         value: Bound<'py, PyAny>,
         late: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
+        noted: &mut Noted,
+    ) -> Ran<'py> {
         if !outcome::plain(&value) {
-            if let Some(what) = outcome::lazy(&value)? {
-                permit.record(Outcome::Cancelled);
-                return Err(not_run(py, f, &value, what));
+            match outcome::lazy(&value) {
+                Ok(Some(what)) => {
+                    permit.record(Outcome::Cancelled);
+                    return Ran::Refused(not_run(py, f, &value, what));
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    permit.record(Outcome::Cancelled);
+                    return Ran::Refused(error);
+                }
             }
         }
         let judged = if late {
@@ -437,47 +535,42 @@ impl Built {
         };
         match judged {
             Ok(judged) => {
-                settle(permit, judged);
-                Ok(value)
+                *noted = settle(permit, judged);
+                Ran::Returned(value)
             }
             Err(interrupt) => {
                 permit.record(Outcome::Cancelled);
-                Err(interrupt)
+                Ran::Refused(interrupt)
             }
         }
     }
 
-    /// The call raised `error`: recorded by its outcome (a timeout when `late`), then the
-    /// fallback's answer or the error. An interrupt (KeyboardInterrupt, SystemExit, a
-    /// cancelled task) is the caller giving up, late or not: cancelled, raised, never
-    /// replaced.
+    /// The call raised `error`: recorded by its outcome (a timeout when `late`). An
+    /// interrupt (KeyboardInterrupt, SystemExit, a cancelled task) is the caller giving
+    /// up, late or not: cancelled.
     fn raised<'py>(
         &self,
         py: Python<'py>,
         permit: tripgate::Permit<'_, AnyClock>,
         error: PyErr,
         late: bool,
-        fallback: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+        noted: &mut Noted,
+    ) -> Ran<'py> {
         let value = report::exception(py, &error);
-        let interrupt = outcome::is_interrupt(&value);
-        let judged = match (interrupt, late) {
+        let judged = match (outcome::is_interrupt(&value), late) {
             (true, _) => Ok(Outcome::Cancelled.into()),
             (false, true) => Ok(Outcome::Timeout.into()),
             (false, false) => self.judge_error(py, &value),
         };
         match judged {
             Ok(judged) => {
-                settle(permit, judged);
+                *noted = settle(permit, judged);
+                Ran::Raised(error)
             }
             Err(interrupt) => {
                 permit.record(Outcome::Cancelled);
-                return Err(interrupt);
+                Ran::Refused(interrupt)
             }
-        }
-        match fallback {
-            Some(fallback) if !interrupt => fall_back(fallback, &value),
-            _ => Err(error),
         }
     }
 

@@ -11,36 +11,41 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 use pyo3::PyTraverseError;
 
 use super::call::budget_ns;
+use super::retries::{self, Retries};
 use super::Breaker;
 
-/// A breaker with its own `timeout` (seconds, or None) and `fallback` for the calls made
-/// through it; `tripgate.Guard` is the class to use (`breaker.guard(...)`).
+/// A breaker with its own `timeout` (seconds, or None), `fallback` and `retries` for the
+/// calls made through it; `tripgate.Guard` is the class to use (`breaker.guard(...)`).
 #[pyclass(subclass, frozen, module = "tripgate._native", name = "Guard")]
 pub struct Guard {
     breaker: Py<Breaker>,
     timeout: Option<f64>,
     fallback: Option<Py<PyAny>>,
+    retries: Option<Py<Retries>>,
 }
 
 #[pymethods]
 impl Guard {
     #[new]
-    #[pyo3(signature = (breaker, timeout, has_fallback, fallback))]
+    #[pyo3(signature = (breaker, timeout, has_fallback, fallback, retries = None))]
     fn new(
-        breaker: Py<Breaker>,
+        breaker: Bound<'_, Breaker>,
         timeout: Option<f64>,
         has_fallback: bool,
         fallback: Bound<'_, PyAny>,
-    ) -> Self {
-        Self {
-            breaker,
+        retries: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let retries = retries::of_breaker(&breaker, retries)?;
+        Ok(Self {
+            breaker: breaker.unbind(),
             timeout,
             fallback: has_fallback.then(|| fallback.unbind()),
-        }
+            retries: retries.map(Bound::unbind),
+        })
     }
 
-    /// `fn(*args, **kwargs)` guarded by the breaker with this guard's timeout and
-    /// fallback (see `CircuitBreaker.call`).
+    /// `fn(*args, **kwargs)` guarded by the breaker with this guard's timeout, fallback
+    /// and retries (see `CircuitBreaker.call`).
     #[pyo3(signature = (f, /, *args, **kwargs))]
     fn call<'py>(
         &self,
@@ -51,14 +56,17 @@ impl Guard {
     ) -> PyResult<Bound<'py, PyAny>> {
         let fallback = self.fallback.as_ref().map(|f| f.bind(py));
         let timeout = self.timeout.map(budget_ns);
-        self.breaker
-            .get()
-            .built()?
-            .guarded(py, f, args, kwargs, timeout, fallback)
+        let built = self.breaker.get().built()?;
+        match &self.retries {
+            Some(retries) => {
+                built.retrying(py, f, args, kwargs, timeout, fallback, &retries.get().inner)
+            }
+            None => built.guarded(py, f, args, kwargs, timeout, fallback),
+        }
     }
 
     /// An awaitable of `fn(*args, **kwargs)` guarded by the breaker with this guard's
-    /// timeout and fallback (see `CircuitBreaker.call_async`).
+    /// timeout, fallback and retries (see `CircuitBreaker.call_async`).
     #[pyo3(signature = (f, /, *args, **kwargs))]
     fn call_async<'py>(
         &self,
@@ -68,14 +76,26 @@ impl Guard {
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let fallback = self.fallback.as_ref().map(|f| f.clone_ref(py));
-        Breaker::start_async(
-            self.breaker.bind(py),
-            f,
-            args,
-            kwargs,
-            self.timeout,
-            fallback,
-        )
+        let breaker = self.breaker.bind(py);
+        match &self.retries {
+            Some(retries) => Breaker::start_retrying(
+                breaker,
+                f,
+                args,
+                kwargs,
+                self.timeout,
+                fallback,
+                retries.bind(py),
+            ),
+            None => Breaker::start_async(breaker, f, args, kwargs, self.timeout, fallback),
+        }
+    }
+
+    /// The breaker's retries the calls are retried by (`breaker.retries(...)`), or None:
+    /// one attempt each.
+    #[getter]
+    fn retries(&self, py: Python<'_>) -> Option<Py<Retries>> {
+        self.retries.as_ref().map(|r| r.clone_ref(py))
     }
 
     /// The breaker the calls go through.
@@ -109,6 +129,9 @@ impl Guard {
         if let Some(f) = &self.fallback {
             visit.call(f)?;
         }
+        if let Some(r) = &self.retries {
+            visit.call(r)?;
+        }
         Ok(())
     }
 
@@ -122,8 +145,12 @@ impl Guard {
         } else {
             "no fallback"
         };
+        let retries = match &self.retries {
+            Some(r) => format!(", up to {} attempts", r.get().inner.policy().max_attempts),
+            None => String::new(),
+        };
         format!(
-            "<Guard of {:?}: {timeout}, {fallback}>",
+            "<Guard of {:?}: {timeout}, {fallback}{retries}>",
             self.breaker.get().name().unwrap_or("?")
         )
     }
@@ -139,6 +166,7 @@ pub struct GuardedFunction {
     func: Py<PyAny>,
     timeout: Option<u64>,
     fallback: Option<Py<PyAny>>,
+    retries: Option<Py<Retries>>,
 }
 
 static METHOD_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -146,22 +174,25 @@ static METHOD_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 #[pymethods]
 impl GuardedFunction {
     #[new]
-    #[pyo3(signature = (breaker, func, timeout, has_fallback, fallback))]
+    #[pyo3(signature = (breaker, func, timeout, has_fallback, fallback, retries = None))]
     fn new(
-        breaker: Py<Breaker>,
+        breaker: Bound<'_, Breaker>,
         func: Bound<'_, PyAny>,
         timeout: Option<f64>,
         has_fallback: bool,
         fallback: Bound<'_, PyAny>,
+        retries: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         if !func.is_callable() {
             return Err(PyTypeError::new_err("a breaker guards a callable"));
         }
+        let retries = retries::of_breaker(&breaker, retries)?;
         Ok(Self {
-            breaker,
+            breaker: breaker.unbind(),
             func: func.unbind(),
             timeout: timeout.map(budget_ns),
             fallback: has_fallback.then(|| fallback.unbind()),
+            retries: retries.map(Bound::unbind),
         })
     }
 
@@ -173,14 +204,19 @@ impl GuardedFunction {
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let fallback = self.fallback.as_ref().map(|f| f.bind(py));
-        self.breaker.get().built()?.guarded(
-            py,
-            self.func.bind(py),
-            args,
-            kwargs,
-            self.timeout,
-            fallback,
-        )
+        let built = self.breaker.get().built()?;
+        match &self.retries {
+            Some(retries) => built.retrying(
+                py,
+                self.func.bind(py),
+                args,
+                kwargs,
+                self.timeout,
+                fallback,
+                &retries.get().inner,
+            ),
+            None => built.guarded(py, self.func.bind(py), args, kwargs, self.timeout, fallback),
+        }
     }
 
     fn __get__<'py>(
@@ -207,6 +243,9 @@ impl GuardedFunction {
         visit.call(&self.func)?;
         if let Some(f) = &self.fallback {
             visit.call(f)?;
+        }
+        if let Some(r) = &self.retries {
+            visit.call(r)?;
         }
         Ok(())
     }

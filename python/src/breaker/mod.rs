@@ -11,6 +11,8 @@ mod call;
 mod fleet;
 mod guarded;
 mod permit;
+mod retries;
+mod retrying;
 mod values;
 
 pub(crate) use built::Built;
@@ -19,10 +21,12 @@ pub(crate) use call::_install_coroutines;
 pub(crate) use fleet::kind_of;
 pub use guarded::{Guard, GuardedFunction};
 pub use permit::Permit;
+pub use retries::Retries;
+pub use retrying::Retrying;
 use values::{open_error, seconds, transitions_list};
 pub use values::{Reconfigured, Rejection, Transition};
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::gc::PyVisit;
@@ -31,7 +35,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple, PyType};
 use pyo3::PyTraverseError;
 
-use tripgate::Outcome;
+use tripgate::{Clock, Outcome};
 use tripgate_core::exposition::{self, Value};
 
 use crate::options;
@@ -124,7 +128,7 @@ impl Breaker {
 
     /// The name given as `name=` (the `breaker` label of its metrics), `"default"` else.
     #[getter]
-    fn name(&self) -> PyResult<&str> {
+    pub(crate) fn name(&self) -> PyResult<&str> {
         Ok(&self.built()?.shared.name)
     }
 
@@ -188,8 +192,10 @@ impl Breaker {
         this.guarded(py, f, args, kwargs, this.shared.timeout, fallback)
     }
 
-    /// `call` with its own budget (seconds or None) and fallback (`has_fallback`).
-    #[pyo3(signature = (f, args, kwargs, timeout, has_fallback, fallback))]
+    /// `call` with its own budget (seconds or None), fallback (`has_fallback`) and
+    /// retries (this breaker's `Retries`, or None).
+    #[pyo3(signature = (f, args, kwargs, timeout, has_fallback, fallback, retries = None))]
+    #[allow(clippy::too_many_arguments)]
     fn _call_with<'py>(
         slf: &Bound<'py, Self>,
         f: &Bound<'py, PyAny>,
@@ -198,11 +204,23 @@ impl Breaker {
         timeout: Option<f64>,
         has_fallback: bool,
         fallback: &Bound<'py, PyAny>,
+        retries: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let this = slf.get().built()?;
         let timeout = timeout.map(call::budget_ns);
         let fallback = has_fallback.then_some(fallback);
-        this.guarded(slf.py(), f, args, kwargs, timeout, fallback)
+        match retries::of_breaker(slf, retries)? {
+            Some(retries) => this.retrying(
+                slf.py(),
+                f,
+                args,
+                kwargs,
+                timeout,
+                fallback,
+                &retries.get().inner,
+            ),
+            None => this.guarded(slf.py(), f, args, kwargs, timeout, fallback),
+        }
     }
 
     /// `await breaker.call_async(fn, *args, **kwargs)`: awaits `fn(*args, **kwargs)` if
@@ -231,8 +249,10 @@ impl Breaker {
         )
     }
 
-    /// `call_async` with its own budget (seconds or None) and fallback (`has_fallback`).
-    #[pyo3(signature = (f, args, kwargs, timeout, has_fallback, fallback))]
+    /// `call_async` with its own budget (seconds or None), fallback (`has_fallback`) and
+    /// retries (this breaker's `Retries`, or None).
+    #[pyo3(signature = (f, args, kwargs, timeout, has_fallback, fallback, retries = None))]
+    #[allow(clippy::too_many_arguments)]
     fn _call_async_with<'py>(
         slf: &Bound<'py, Self>,
         f: &Bound<'py, PyAny>,
@@ -241,9 +261,62 @@ impl Breaker {
         timeout: Option<f64>,
         has_fallback: bool,
         fallback: &Bound<'py, PyAny>,
+        retries: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let fallback = has_fallback.then(|| fallback.clone().unbind());
-        Self::start_async(slf, f, args, kwargs, timeout, fallback)
+        match retries::of_breaker(slf, retries)? {
+            Some(retries) => {
+                Self::start_retrying(slf, f, args, kwargs, timeout, fallback, &retries)
+            }
+            None => Self::start_async(slf, f, args, kwargs, timeout, fallback),
+        }
+    }
+
+    /// The breaker's retries (`SPEC.md` § Retries): the policy — `max_attempts` (1-10,
+    /// the first included; 3), `base_delay` (0.05 s), `max_delay` (2 s),
+    /// `budget_percent` (0-1000; 20), `min_retries_per_second` (10), `seed` (0) — and
+    /// the budget every caller of this breaker shares, threads and tasks alike. The first
+    /// call makes them (an option not given is its default; a bad one raises naming it,
+    /// as the breaker's options do); later calls give the same retries, and refuse options
+    /// that would make another policy. Use them with `breaker.guard(retries=...)`.
+    #[pyo3(signature = (**policy))]
+    fn retries<'py>(
+        slf: &Bound<'py, Self>,
+        policy: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, Retries>> {
+        let py = slf.py();
+        let this = slf.get().built()?;
+        let given = policy.is_some_and(|p| !p.is_empty());
+        let wanted = if given || this.retries.get().is_none() {
+            Some(retries::policy(py, policy)?)
+        } else {
+            None
+        };
+        if this.retries.get().is_none() {
+            if let Some(wanted) = wanted {
+                this.refresh(py);
+                let made = tripgate::Retries::new(wanted, this.inner.clock().now())
+                    // Unreachable: `policy` validated it.
+                    .map_err(|e| crate::errors::retry_policy(py, e))?;
+                // Another thread may have made them first: theirs stand.
+                let _ = this.retries.set(Arc::new(made));
+            }
+        }
+        let Some(inner) = this.retries.get() else {
+            return Err(PyRuntimeError::new_err(
+                "the breaker's retries were not made",
+            ));
+        };
+        if let (true, Some(wanted)) = (given, wanted) {
+            retries::confirm(py, inner.policy(), &wanted)?;
+        }
+        Bound::new(
+            py,
+            Retries {
+                breaker: slf.clone().unbind(),
+                inner: Arc::clone(inner),
+            },
+        )
     }
 
     /// `with breaker as permit:` admits the block or raises `CircuitOpenError`; its

@@ -27,6 +27,9 @@ pub struct Permit {
     pub(super) shadow: bool,
     /// Admitted by `with breaker:` whose block has not exited.
     pub(super) entered: bool,
+    /// Once recorded: the stay-away its answer asked for, in ns (0: none), which a retried
+    /// call's next wait is at least.
+    pub(super) asked: u64,
 }
 
 impl Permit {
@@ -43,6 +46,7 @@ impl Permit {
             Some(ns) => permit.record_with_retry_after(judged.outcome, Duration::from_nanos(ns)),
         };
         self.verdict = Some(verdict);
+        self.asked = judged.retry_after.unwrap_or(0);
         Some(verdict.class.name())
     }
 

@@ -380,6 +380,13 @@ impl FleetMember {
         };
         let input = self.input(&input, data, in_flight.as_ref(), &mut owned, &mut line)?;
         let signer = self.key.as_ref().map(|k| k as &dyn Signer);
+        // A reconfigured breaker's cooldown (the votes' window) and probe timeout (the
+        // lease's length) hold from this step on, as tripgate-redis's driver does: the
+        // member follows `reconfigure` without leaving its fleet.
+        stepper.protocol.retune(
+            Member::cooldown(&*self.native),
+            Member::probe_timeout(&*self.native),
+        );
         let mut link = MemberLink::new(&*self.native);
         {
             let _stepping = Stepping::enter(self.id());
