@@ -286,7 +286,14 @@ impl Config {
             F::FleetQuorum,
             R::Between(1, u64::from(MAX_QUORUM)),
         )?;
-        check(self.probe_timeout > 0, F::ProbeTimeout, R::Positive)
+        check(self.probe_timeout > 0, F::ProbeTimeout, R::Positive)?;
+        // A fleet acts as one breaker: a shadow member would vote and announce trips that
+        // open the members that enforce.
+        check(
+            !(self.shadow && self.fleet_quorum.is_some()),
+            F::Shadow,
+            R::Excludes(F::FleetQuorum),
+        )
     }
 
     /// Sets a numeric field by its [`Field`], for hosts whose options arrive as numbers
@@ -521,6 +528,8 @@ pub enum Rule {
     /// Must be a list of codes, each valid (an HTTP status in 100–599, a gRPC code in
     /// 0–16).
     List,
+    /// Must not be set beside another field, which it cannot work with.
+    Excludes(Field),
     /// Must be at least the value of another setting outside the config, by its name (a
     /// retry policy's `base-delay`).
     AtLeastNamed(&'static str),
@@ -567,6 +576,10 @@ impl Rule {
             }
             Self::List => out.word("must be a list of valid codes"),
             Self::Fixed => out.word("cannot change on a live breaker"),
+            Self::Excludes(other) => {
+                out.word("cannot be set with ")?;
+                out.field(other.code(), other.name())
+            }
             Self::AtLeastNamed(other) => {
                 out.word("must be >= ")?;
                 out.word(other)

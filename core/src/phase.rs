@@ -24,6 +24,12 @@ pub(crate) struct Phase {
     pub(crate) cooldown: Nanos,
     /// Jitter generator state (SplitMix64), advanced once per opening.
     pub(crate) rng: u64,
+    /// How long the upstream asked this opening to last (Retry-After; 0: nothing): a
+    /// fleet's shorter opening does not cut it short.
+    pub(crate) asked: Nanos,
+    /// The last reconfiguration: a transition the new configuration makes due is dated
+    /// no earlier (one the old one made due was applied at it).
+    pub(crate) retuned_at: Option<Nanos>,
 }
 
 impl Phase {
@@ -35,6 +41,8 @@ impl Phase {
             open_for: config.cooldown,
             cooldown: config.cooldown,
             rng: config.jitter_seed,
+            asked: 0,
+            retuned_at: None,
         }
     }
 
@@ -56,11 +64,9 @@ impl Phase {
             State::HalfOpen => oldest_probe
                 .filter(|&start| since(now, start) >= config.probe_timeout)
                 .map(|start| {
-                    (
-                        State::Open,
-                        Reason::ProbeTimeout,
-                        start.wrapping_add(config.probe_timeout),
-                    )
+                    let due = start.wrapping_add(config.probe_timeout);
+                    let at = self.retuned_at.map_or(due, |retuned| later(due, retuned));
+                    (State::Open, Reason::ProbeTimeout, at)
                 }),
             _ => None,
         }
@@ -116,6 +122,7 @@ impl Phase {
     fn switch(&mut self, to: State, reason: Reason, at: Nanos) -> Transition {
         let from = self.state;
         self.state = to;
+        self.asked = 0;
         self.epoch = self.epoch.wrapping_add(1);
         self.entered_at = at;
         Transition {
@@ -169,6 +176,15 @@ fn jitter_extra(cooldown: Nanos, percent: u8, draw: u32) -> Nanos {
         return Nanos::MAX;
     }
     q2 << 32 | q1
+}
+
+/// The later of two instants on the circle of instants.
+fn later(a: Nanos, b: Nanos) -> Nanos {
+    if since(a, b) < crate::time::HALF_CIRCLE {
+        a
+    } else {
+        b
+    }
 }
 
 /// The next cooldown after a re-open from half-open.

@@ -10,7 +10,7 @@ use crate::config::Rule;
 use crate::outcome::Class;
 use crate::phase::splitmix64;
 use crate::table::table;
-use crate::time::{since, Nanos, MILLISECOND, SECOND};
+use crate::time::{since, Nanos, HALF_CIRCLE, MILLISECOND, SECOND};
 use crate::words::Words;
 
 /// How a guarded call retries a fault.
@@ -187,7 +187,10 @@ impl RetryBudget {
             self.balance = self.balance.saturating_sub(1000);
             return true;
         }
-        if since(now, self.floor_since) >= SECOND {
+        // A new second only forward: a reading behind the last one (callers racing to
+        // the lock, a clock that stepped back) refills nothing.
+        let elapsed = since(now, self.floor_since);
+        if (SECOND..HALF_CIRCLE).contains(&elapsed) {
             self.floor_since = now;
             self.floor_left = policy.min_retries_per_second;
         }

@@ -356,7 +356,13 @@ fn retries_through_tripgate_cannot_become_a_storm() {
         f(&storm, &["upstream_received"]) / f(&storm, &["upstream_route", "count"])
     };
     let (plain, guarded) = (load("timeout-only"), load("tripgate"));
-    assert!(plain > 2.0, "retries=3 without tripgate: {plain:.2} per offered request\n{stderr}");
-    assert!(guarded <= 1.2, "retries=3 with tripgate: {guarded:.2} per offered request\n{stderr}");
+    assert!(
+        plain > 2.0,
+        "retries=3 without tripgate: {plain:.2} per offered request\n{stderr}"
+    );
+    assert!(
+        guarded <= 1.2,
+        "retries=3 with tripgate: {guarded:.2} per offered request\n{stderr}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

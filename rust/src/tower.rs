@@ -251,12 +251,17 @@ where
         let (outcome, retry_after) = match &result {
             Ok(response) => {
                 let status = response.status().as_u16();
+                // Only an answer that could trip the breaker has a stay-away worth reading:
+                // a success costs no header lookup.
+                let asks = status >= 500 || status == 429;
                 let headers = response.headers();
                 let header = |name: &str| headers.get(name)?.to_str().ok();
-                (
-                    Status(status).outcome(),
-                    stay_away::from_headers(status, header),
-                )
+                let retry_after = if asks {
+                    stay_away::from_headers(status, header)
+                } else {
+                    0
+                };
+                (Status(status).outcome(), retry_after)
             }
             Err(error) => (error_outcome_of(&**error), 0),
         };

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the Retry-After scenario vectors (65-67): each scenario step by step, with the
+"""Writes the Retry-After scenario vectors (65-67, 69): each scenario step by step, with the
 decisions SPEC § Retry-After asks for; every host's runner checks them. (How a header's
 value reads is `retry-after/retry-after.json`.)
 
@@ -44,6 +44,19 @@ VECTORS = [
            rejected(1000, 59000),
            {"at": 15000, "op": "state", "expect": {"state": "open"}},
            {"at": 59999, "op": "state", "expect": {"state": "open"}},
+           {"at": 60000, "op": "state", "expect": {"state": "half-open"}}],
+    },
+    {
+        "name": "69-a-fleets-shorter-opening-keeps-the-upstreams-stay-away",
+        "description": "A member opened for the minute its upstream asked; another member's "
+        "fleet-open for 15 s re-times nothing shorter: the member stays open the minute.",
+        "spec": ["Retry-After: a fleet's opening does not cut short the upstream's stay-away"],
+        "config": {"max-cooldown-ms": 120000, "fleet-quorum": 1},
+        "steps": faults(0, ["f0", "f1", "f2", "f3"])
+        + fault(0, "f4", retry_after=60000, transitions=TRIP)
+        + [{"at": 1000, "op": "fleet-apply", "generation": 7, "kind": "open", "remaining-ms": 15000,
+            "expect": {"fleet-applied": "applied", "state": "open"}},
+           {"at": 16000, "op": "state", "expect": {"state": "open"}},
            {"at": 60000, "op": "state", "expect": {"state": "half-open"}}],
     },
     {

@@ -63,8 +63,13 @@ impl<B: MakeBreaker> Registry<B> {
     /// The breaker named `name`, created with `config` on first use (an existing breaker
     /// keeps its config). A bad config is an error and registers nothing.
     pub fn get_or_create(&self, name: &str, config: &Config) -> Result<Arc<B>, B::MakeError> {
+        self.get_or_make(name, config).map(|(breaker, _)| breaker)
+    }
+
+    /// [`Self::get_or_create`], and whether the breaker was made now.
+    fn get_or_make(&self, name: &str, config: &Config) -> Result<(Arc<B>, bool), B::MakeError> {
         if let Some(breaker) = self.read().get(name) {
-            return Ok(Arc::clone(breaker));
+            return Ok((Arc::clone(breaker), false));
         }
         let mut breakers = self
             .breakers
@@ -72,14 +77,14 @@ impl<B: MakeBreaker> Registry<B> {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         // Another thread may have created it between the two locks.
         if let Some(breaker) = breakers.get(name) {
-            return Ok(Arc::clone(breaker));
+            return Ok((Arc::clone(breaker), false));
         }
         let breaker = Arc::new(B::make(&self.maker, config)?);
         // A named breaker logs its transitions (`on_transition` replaces this listener).
         #[cfg(feature = "tracing")]
         breaker.listeners().set(crate::trace::listener(name));
         breakers.insert(name.to_string(), Arc::clone(&breaker));
-        Ok(breaker)
+        Ok((breaker, true))
     }
 
     /// Puts `config` in force on the breaker named `name`, keeping its state (the core's
@@ -91,10 +96,11 @@ impl<B: MakeBreaker> Registry<B> {
         name: &str,
         config: &Config,
     ) -> Result<Option<B::Reconfigured>, B::MakeError> {
-        let existing = self.read().get(name).map(Arc::clone);
-        match existing {
-            Some(breaker) => breaker.reconfigure(config).map(Some),
-            None => self.get_or_create(name, config).map(|_| None),
+        // Made now with `config`, or made already (perhaps by another thread between the
+        // lookup and here): then reconfigured.
+        match self.get_or_make(name, config)? {
+            (_, true) => Ok(None),
+            (breaker, false) => breaker.reconfigure(config).map(Some),
         }
     }
 

@@ -97,7 +97,8 @@ fn after<R, E>(
 /// [`guarded`] retried by `retries`: `f` runs again after a fault, each time admitted by
 /// the breaker, after the wait the policy draws (or the upstream's longer `Retry-After`),
 /// on the breaker's clock ([`HostBreaker::sleep`]). The last attempt's answer, or the
-/// breaker's rejection, is the call's.
+/// breaker's rejection, is the call's. `timeout` is each attempt's: the whole call may
+/// take up to `max-attempts` times it, plus the waits.
 pub fn retrying<B: HostBreaker, R, J: Into<Judged>>(
     breaker: &B,
     retries: &Retries,

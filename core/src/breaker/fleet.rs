@@ -29,9 +29,10 @@ impl Breaker {
         match (event.kind, from) {
             (_, State::Isolated | State::Disabled) => return (FleetApplied::Held, transitions),
             (FleetEventKind::Open, State::Open) => {
-                // Already open: the fleet's cooldown is the one that counts.
-                self.phase.open_for =
-                    since(now, self.phase.entered_at).saturating_add(event.remaining);
+                // Already open: the fleet's cooldown is the one that counts, but never
+                // shorter than the upstream asked this member to stay away.
+                let fleets = since(now, self.phase.entered_at).saturating_add(event.remaining);
+                self.phase.open_for = fleets.max(self.phase.asked);
             }
             (FleetEventKind::Open, _) if event.remaining > 0 => {
                 let transition = self

@@ -317,6 +317,7 @@ impl Breaker {
             // The upstream's own stay-away, as long as the config lets an opening last.
             let asked = self.asked.min(self.config.longest_cooldown());
             self.phase.open_for = self.phase.open_for.max(asked);
+            self.phase.asked = asked;
         }
         self.entered(from, transition)
     }

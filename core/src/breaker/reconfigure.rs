@@ -24,7 +24,9 @@ impl Breaker {
     /// calls in flight; the counters. The window keeps its outcomes while its shape
     /// (`window-calls`, `window`, `buckets`) is the same, and starts empty otherwise. The
     /// next outcome is judged by the new rules; the next opening uses the new cooldown, its
-    /// backoff starting over when `cooldown`, `backoff-factor` or `max-cooldown` changed.
+    /// backoff starting over when `cooldown`, `backoff-factor` or `max-cooldown` changed,
+    /// its jitter drawn from the new `jitter-seed` when that changed; a probe timeout the
+    /// new config makes already past falls due now, not before.
     /// `fleet-quorum` and `slow-call-duration` cannot change on a live breaker (membership
     /// of a fleet, and the ring that tracks the calls in flight for hangs, are made with
     /// the breaker).
@@ -58,6 +60,10 @@ impl Breaker {
         {
             self.phase.cooldown = config.cooldown;
         }
+        if self.config.jitter_seed != config.jitter_seed {
+            self.phase.rng = config.jitter_seed;
+        }
+        self.phase.retuned_at = Some(now);
         self.config = config;
         Ok(Reconfigured {
             window_kept,

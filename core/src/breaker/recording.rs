@@ -229,9 +229,10 @@ impl Breaker {
     /// in a table may drop those that hold nothing; their outcome would only be stale.
     pub fn holds(&self, permit: &Permit, now: Nanos) -> bool {
         if permit.is_shadow() {
-            // It holds no place, but its outcome is still this epoch's: a table that
-            // dropped it would count that outcome as stale.
-            return permit.is_of_epoch(self.phase.epoch);
+            // It holds no place, but a table that dropped it would count its outcome as
+            // stale: it is kept through its epoch, and after as long as a probe would be.
+            return permit.is_of_epoch(self.phase.epoch)
+                || since(self.clock.peek(now), permit.started) <= self.config.probe_timeout;
         }
         let now = self.clock.peek(now);
         let current = permit.is_of_epoch(self.phase.epoch)

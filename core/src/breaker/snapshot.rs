@@ -240,6 +240,8 @@ fn read_phase(r: &mut Reader<'_>, ages: Ages) -> Result<Phase, SnapshotError> {
         open_for: r.u64()?,
         cooldown: r.u64()?,
         rng: r.u64()?,
+        asked: 0,
+        retuned_at: None,
     };
     if phase.open_for == 0 || phase.cooldown == 0 {
         return Err(SnapshotError::Corrupt("cooldown"));

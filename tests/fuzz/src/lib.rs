@@ -204,6 +204,7 @@ fn spec_allows(c: &Config) -> bool {
         && percent(c.half_open_success_rate)
         && c.probe_timeout > 0
         && c.fleet_quorum.is_none_or(|q| (1..=16).contains(&q))
+        && !(c.shadow && c.fleet_quorum.is_some())
 }
 
 /// Validation agrees with the spec's rules and with `Breaker::new`, and its error names

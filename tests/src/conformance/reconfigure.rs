@@ -62,10 +62,11 @@ where
     assert_eq!((m.state, m.faults_total), (State::Open, 4));
 }
 
-/// Shadow mode on a tripped breaker: every call is admitted with a shadow permit; three
-/// thousand held at once (a host that keeps permits in a table grows it and sweeps it
-/// meanwhile) all come back counting nothing, not even as stale, and each was a shadow
-/// rejection for `open`.
+/// Shadow mode on a tripped breaker: every call is admitted with a shadow permit; 2,048
+/// held at once (a host that keeps permits in a table grows it to 4,096 places, half
+/// full), through the end of the cooldown and a probe (a new epoch, whose permit makes
+/// such a table sweep), all come back counting nothing, not even as stale, and each was
+/// a shadow rejection for `open`.
 pub fn shadow_permits_held_at_once_all_count_nothing<H: Host>(host: &H)
 where
     H::Breaker: MakeBreaker,
@@ -75,18 +76,25 @@ where
         shadow: true,
         ..Config::default()
     };
-    let breaker = host.breaker(&shadow, Arc::new(FakeClock::new(0)));
+    let clock = Arc::new(FakeClock::new(0));
+    let breaker = host.breaker(&shadow, Arc::clone(&clock));
     for _ in 0..5 {
         fault(&breaker);
     }
     assert_eq!(metrics(&breaker).state, State::Open);
-    let held: Vec<_> = (0..3000)
+    let held: Vec<_> = (0..2048)
         .map(|_| breaker.admit().unwrap().expect("shadow mode admits"))
         .collect();
+    clock.advance(shadow.cooldown);
+    let probe = breaker.admit().unwrap().expect("a probe");
+    breaker.settle(probe, Outcome::Success).unwrap();
     for permit in held {
         breaker.settle(permit, Outcome::ConnectionError).unwrap();
     }
     let m = metrics(&breaker);
-    assert_eq!((m.state, m.faults_total, m.stale_total), (State::Open, 5, 0));
-    assert_eq!(m.shadow_rejected(tripgate_core::RejectReason::Open), 3000);
+    assert_eq!(
+        (m.state, m.faults_total, m.stale_total),
+        (State::HalfOpen, 5, 0)
+    );
+    assert_eq!(m.shadow_rejected(tripgate_core::RejectReason::Open), 2048);
 }
