@@ -189,8 +189,13 @@ def python(artifacts, work):
     (sdist,) = (artifacts / "python").glob("tripgate-*.tar.gz")
     for what, artifact, env in [
         ("wheel", wheel, None),
-        # The sdist builds with the oldest toolchain the crates claim: a user's stable.
-        ("sdist on Rust 1.95.0", sdist, dict(os.environ, RUSTUP_TOOLCHAIN="1.95.0")),
+        # The sdist builds with the oldest toolchain the crates claim: a user's stable, in a
+        # target dir of its own as a user's would be. (A shared one holds units built from an
+        # earlier sdist at the same relative paths, and the sdist's files carry fixed old
+        # times, so cargo would take those stale units as fresh.)
+        ("sdist on Rust 1.95.0", sdist, dict(
+            os.environ, RUSTUP_TOOLCHAIN="1.95.0", CARGO_TARGET_DIR=str(work / "sdist-target"),
+        )),
     ]:
         venv = work / f"venv-{artifact.suffix.strip('.')}"
         run([sys.executable, "-m", "venv", str(venv)], work)
