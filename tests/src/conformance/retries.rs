@@ -155,8 +155,9 @@ pub fn retries_wait_out_the_upstreams_retry_after<H: Host>(host: &H) {
     assert_eq!(ran.get(), 4, "a stay-away past max-delay: no retry");
 }
 
-/// An async call retried after a fault, and one given up by its caller while it waits
-/// between attempts: nothing is left in flight.
+/// An async call retried after a fault, one given up by its caller while it waits
+/// between attempts, and one given up with an attempt in flight: nothing is left in
+/// flight, and the abandoned attempt counts nothing.
 pub async fn async_retries_run_and_cancel_cleanly<H: Host>(host: &H) {
     let clock = Arc::new(FakeClock::new(0));
     let breaker = host.breaker(&Config::default(), Arc::clone(&clock));
@@ -192,6 +193,28 @@ pub async fn async_retries_run_and_cancel_cleanly<H: Host>(host: &H) {
     assert_eq!(
         (m.in_flight, m.faults_total),
         (0, 2),
-        "the given-up call left nothing out"
+        "the call given up in its wait left nothing out"
+    );
+    // Given up with an attempt in flight: the attempt is released as cancelled.
+    let hang = || async {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        Status(200)
+    };
+    let call = tripgate_host::retry::retrying_async(
+        &breaker,
+        &retries,
+        Duration::from_secs(30),
+        hang,
+        Judged::of,
+    );
+    tokio::select! {
+        _ = call => panic!("the attempt hangs for 10 s"),
+        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+    }
+    let m = metrics(&breaker);
+    assert_eq!(
+        (m.in_flight, m.faults_total, m.successes_total),
+        (0, 2, 1),
+        "the attempt given up in flight counts nothing and holds nothing"
     );
 }
