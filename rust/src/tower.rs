@@ -63,7 +63,7 @@ use std::time::Duration;
 
 use pin_project_lite::pin_project;
 use tower::{BoxError, Layer, Service};
-use tripgate_core::{RejectReason, Rejection, State};
+use tripgate_core::{RejectReason, Rejection, State, StatusSet};
 use tripgate_host::{error_outcome, stay_away, Classify, Clock, Status};
 
 use crate::{Breaker, CoarseClock, OwnedPermit};
@@ -251,9 +251,9 @@ where
         let (outcome, retry_after) = match &result {
             Ok(response) => {
                 let status = response.status().as_u16();
-                // Only an answer that could trip the breaker has a stay-away worth reading:
-                // a success costs no header lookup.
-                let asks = status >= 500 || status == 429;
+                // Only an answer that could trip the breaker has a stay-away worth reading
+                // (a fault status by the core's defaults): a success costs no header lookup.
+                let asks = StatusSet::default().contains(status);
                 let headers = response.headers();
                 let header = |name: &str| headers.get(name)?.to_str().ok();
                 let retry_after = if asks {

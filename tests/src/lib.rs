@@ -11,6 +11,7 @@ mod config;
 pub mod conformance;
 pub mod exposition;
 pub mod protocol;
+pub mod retry;
 mod run;
 pub mod trace;
 
