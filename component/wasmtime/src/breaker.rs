@@ -2,7 +2,6 @@
 //! and its permits.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,10 +38,6 @@ pub(crate) struct BreakerShared {
     /// Where the breaker sits in its instance (its handle and key there).
     pub(crate) seat: usize,
     pub(crate) listener: ListenerSlot,
-    /// The configured `cooldown` and `probe-timeout` (a fleet adapter reads them), which a
-    /// `reconfigure` changes.
-    pub(crate) cooldown: AtomicU64,
-    pub(crate) probe_timeout: AtomicU64,
 }
 
 impl BreakerShared {
@@ -479,13 +474,6 @@ impl Breaker {
             .shared
             .reconfigure(&config::to_wit(config))?
             .map_err(ConfigError::from)?;
-        self.shared
-            .cooldown
-            .store(config.cooldown, Ordering::Relaxed);
-        let probe_timeout = config.probe_timeout;
-        self.shared
-            .probe_timeout
-            .store(probe_timeout, Ordering::Relaxed);
         let transitions: Vec<Transition> = done.transitions.iter().map(core_transition).collect();
         self.shared.notify(&transitions);
         Ok(Reconfigured {
@@ -563,12 +551,24 @@ impl Breaker {
 
     /// The configured `cooldown` (before backoff), in ns: a fleet's votes count within one.
     pub fn cooldown(&self) -> u64 {
-        self.shared.cooldown.load(Ordering::Relaxed)
+        self.configured(|c| c.cooldown)
+            .unwrap_or(Config::default().cooldown)
     }
 
     /// The configured `probe-timeout`, in ns: the length of a fleet's probe lease.
     pub fn probe_timeout(&self) -> u64 {
-        self.shared.probe_timeout.load(Ordering::Relaxed)
+        let timeout = self.configured(|c| c.probe_timeout);
+        timeout.unwrap_or(Config::default().probe_timeout)
+    }
+
+    /// A field of the config the breaker's seat keeps (the one it was made or last
+    /// reconfigured with); `None` when unset there (the component's default holds).
+    fn configured(&self, field: impl FnOnce(&wit::Config) -> Option<u64>) -> Option<u64> {
+        let guest = self.shared.instance.lock();
+        guest
+            .seat(self.shared.seat)
+            .ok()
+            .and_then(|seat| field(seat.config()))
     }
 
     /// Fleet mode: the breaker's fleet state now.

@@ -40,6 +40,14 @@ pub(crate) struct Seat {
     due: Nanos,
 }
 
+impl Seat {
+    /// The config the breaker is made with again in a replacement instance: the one it
+    /// was made or last reconfigured with.
+    pub(crate) fn config(&self) -> &wit::Config {
+        &self.config
+    }
+}
+
 /// What the lock guards: the store, the instance's exports and the seats.
 pub(crate) struct Guest {
     pub(crate) store: Store<HostState>,

@@ -2,7 +2,6 @@
 //! What it holds, and how a trapped guest is replaced, is [`guest`](crate::guest)'s.
 
 use std::fmt;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -54,18 +53,11 @@ impl Instance {
                 Err(trap) => return Err(self.shared.trapped(&mut guest, trap)),
             }
         };
-        // The durations a fleet adapter needs (the lease's length, the votes' window),
-        // resolved as the component resolves them: unset fields take the core's defaults.
-        let defaults = Config::default();
         Ok(Breaker {
             shared: Arc::new(BreakerShared {
                 instance: Arc::clone(&self.shared),
                 seat,
                 listener: ListenerSlot::new(),
-                cooldown: AtomicU64::new(wit_config.cooldown.unwrap_or(defaults.cooldown)),
-                probe_timeout: AtomicU64::new(
-                    wit_config.probe_timeout.unwrap_or(defaults.probe_timeout),
-                ),
             }),
         })
     }
